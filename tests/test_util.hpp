@@ -1,0 +1,39 @@
+// Test helpers shared by all test binaries.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "kernelfoundry/json.hpp"
+
+namespace kf::testing {
+
+/// ../shared next to the source tree (read-only fixtures, kernelbench problems).
+std::filesystem::path SharedDir();
+/// The repository root.
+std::filesystem::path SourceDir();
+/// The build directory (holds bin kf).
+std::filesystem::path BinaryDir();
+/// Reads a whole file; throws on failure.
+std::string ReadFile(const std::filesystem::path& p);
+void WriteFile(const std::filesystem::path& p, const std::string& bytes);
+/// Parses shared/fixtures/golden/<name>.json.
+Json Golden(const std::string& name);
+
+/// A fresh temporary directory, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Runs a shell command, returns {exit status, stdout+stderr}.
+std::pair<int, std::string> RunShell(const std::string& cmd);
+
+}  // namespace kf::testing
