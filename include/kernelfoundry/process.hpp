@@ -1,18 +1,23 @@
 // Process runner — runs one untrusted command (a candidate's build or test) and always gets it back.
 //
-// Contract:
+// Contract (reference spec §4.7 robust_subprocess_run and §4.11 safe_copy_env, with their gaps fixed):
 //  * The child starts from argv (no shell unless `use_shell`), in `cwd`, with an explicit environment
 //    (allow-list + caller additions, secrets never pass), stdin = /dev/null, in its own session and
-//    process group.
-//  * Containment: when Run returns, no process of the child's tree is alive — grandchildren that called
-//    setsid(), double-forked or ignore SIGTERM included. A writable cgroup v2 sub-tree is used when
-//    available (also peak memory + memory limit); otherwise PR_SET_CHILD_SUBREAPER plus a /proc scan.
-//  * Termination: SIGTERM to the tree, `kill_grace` later SIGKILL. Run never blocks longer than
-//    wall_timeout + kill_grace + a small constant.
+//    process group, with default signal dispositions and an empty signal mask.
+//  * Containment: when RunProcess returns, no process of the child's tree is alive — grandchildren that
+//    called setsid(), double-forked or ignore SIGTERM included. Each run forks a small "shepherd" process
+//    that is a child subreaper (PR_SET_CHILD_SUBREAPER): every orphan of the tree reparents to it, and it
+//    kills and reaps the whole tree. When a cgroup v2 sub-tree is writable the child is also put into its
+//    own cgroup (killed at once with cgroup.kill; gives peak memory and memory/pids limits when those
+//    controllers are delegated); `containment` reports which method was used.
+//  * The run ends as soon as the main child has exited and its leftovers are gone (leftovers get SIGTERM,
+//    kill_grace later SIGKILL). On a limit: SIGTERM to the tree, kill_grace later SIGKILL. RunProcess never
+//    blocks longer than wall_timeout + kill_grace + about one second.
 //  * stdout and stderr are drained concurrently (poll), capped per stream (first and last halves kept, the
-//    cut marked with the number of dropped bytes), decoded as UTF-8 with replacement, NUL made visible,
-//    terminal escapes stripped.
-//  * Thread-safe: Run may be called from many threads at once.
+//    cut marked "\n[... N bytes cut by kf ...]\n"), decoded as UTF-8 with replacement, NUL shown as U+2400,
+//    terminal escapes stripped (kf::ProcessResult::Create). Output is kept on every termination path.
+//  * Thread-safe: RunProcess may be called from many threads at once (the shepherd runs only
+//    async-signal-safe code between fork and exec).
 #pragma once
 
 #include <chrono>
@@ -24,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "kernelfoundry/json.hpp"
 #include "kernelfoundry/results.hpp"
 
 namespace kf {
@@ -33,57 +39,86 @@ enum class TerminationReason {
   kExited,             ///< exited on its own (any exit code)
   kSignaled,           ///< killed by a signal it did not get from us (e.g. SIGSEGV)
   kWallTimeout,        ///< wall_timeout elapsed
-  kInactivity,         ///< no output for inactivity_timeout
-  kEndMarkerGrace,     ///< end marker seen, process did not exit within end_marker_grace
-  kMemoryLimit,        ///< memory limit hit (cgroup OOM kill or allocation failure under RLIMIT_AS)
-  kOutputLimit,        ///< total output exceeded output_kill_bytes
-  kCpuLimit,           ///< RLIMIT_CPU exceeded (SIGXCPU/SIGKILL)
-  kSpawnFailed,        ///< could not start (exec error, bad cwd)
+  kInactivity,         ///< no output bytes for inactivity_timeout
+  kEndMarkerGrace,     ///< end marker seen, process did not exit within the marker's grace
+  kMemoryLimit,        ///< memory limit hit (cgroup OOM kill, or allocation failure under RLIMIT_AS)
+  kProcessLimit,       ///< process limit hit (cgroup pids.max refused a fork); the tree is killed at once
+  kOutputLimit,        ///< one stream produced more than output_kill_bytes
+  kCpuLimit,           ///< RLIMIT_CPU exceeded (SIGXCPU / SIGKILL)
+  kFileSizeLimit,      ///< RLIMIT_FSIZE exceeded (SIGXFSZ)
+  kSpawnFailed,        ///< could not start (not found, exec error, bad cwd)
 };
+/// "exited", "signaled", "wall_timeout", "inactivity", "end_marker_grace", "memory_limit",
+/// "process_limit", "output_limit", "cpu_limit", "file_size_limit", "spawn_failed".
 const char* TerminationReasonName(TerminationReason r);
 
 /// How the process tree was contained.
 enum class ContainmentMethod { kCgroupV2, kSubreaper };
+/// "cgroup_v2" or "subreaper".
 const char* ContainmentMethodName(ContainmentMethod m);
 
-/// End-of-run marker: "pytest" matches the pytest summary line (any counts, singular/plural, xfailed,
-/// xpassed, rerun); anything else matches as a literal substring of a line.
+/// End-of-run marker: "pytest" matches the pytest summary line ("=== 3 passed, 1 warning in 0.1s ===";
+/// any counts, singular/plural, xfailed, xpassed, rerun, "no tests ran"); anything else matches as a
+/// literal substring of a line. Lines are matched after escape stripping, on stdout and stderr.
 struct EndMarker {
   std::string marker;                                   ///< "pytest" or a literal
-  std::chrono::milliseconds grace{10'000};              ///< wait after the marker before killing
+  /// Wait after the marker before killing (the reference: 10 s for pytest, 2 s for literals). The run
+  /// still ends as soon as the process exits — the grace is never waited when it is not needed.
+  std::chrono::milliseconds grace{10'000};
 };
 
 struct ProcessOptions {
-  std::vector<std::string> argv;                        ///< argv[0] looked up in PATH of `env`
-  bool use_shell = false;                               ///< run argv[0] through /bin/sh -c
+  std::vector<std::string> argv;                        ///< argv[0] looked up in PATH of the child env
+  /// Run argv[0] through `/bin/sh -c`; further argv entries become $1, $2, … of that script.
+  bool use_shell = false;
   std::filesystem::path cwd;                            ///< empty = current directory
+
   /// Extra variables set in the child (override inherited ones). Names that look secret are still
   /// dropped unless listed in `allow_secret_names`.
   std::map<std::string, std::string> env_add;
-  /// When true, start from the allow-listed part of our environment (PATH, HOME, LANG, LC_*, TERM, TMPDIR,
-  /// USER, LOGNAME, SHELL, PYTHON*, CUDA*, NVIDIA*, OCL*, POCL*, OMP_*, LD_LIBRARY_PATH, …); otherwise only
+  /// When true, start from the allow-listed part of our environment (`allowed_env`); otherwise only
   /// env_add + a minimal PATH.
   bool inherit_allowed_env = true;
-  std::vector<std::string> secret_patterns = {"PASSWORD", "SECRET", "TOKEN", "API_KEY", "KEY_ID",
-                                              "CREDENTIAL", "PRIVATE", "AUTH"};
-  std::vector<std::string> allow_secret_names;
+  /// Inherited names that may pass: exact names, or prefixes written with a trailing '*'.
+  std::vector<std::string> allowed_env = {
+      "PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR", "TMP", "TEMP", "USER", "LOGNAME",
+      "SHELL", "HOSTNAME", "PYTHON*", "VIRTUAL_ENV", "CONDA_PREFIX", "CUDA*", "NVIDIA*", "CUDNN*", "NCCL*",
+      "ROCM*", "HIP*", "HSA*", "OCL*", "POCL*", "ONEAPI*", "SYCL*", "ZE_*", "INTEL*", "CMPLR_ROOT", "MKL*",
+      "TBB*", "OMP_*", "KMP_*", "GOMP_*", "OPENBLAS*", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
+      "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH", "CC", "CXX", "CFLAGS", "CXXFLAGS",
+      "LDFLAGS", "CCACHE_*", "TORCH_*", "TRITON_*", "KERNELFOUNDRY_*", "KF_*"};
+  /// A name (inherited or added) is secret when its upper-cased form contains one of these.
+  /// "_USERNAME" keeps the reference's *_USERNAME rule while a bare USERNAME passes.
+  std::vector<std::string> secret_patterns = {"PASSWORD", "SECRET", "TOKEN",   "API_KEY", "KEY_ID",
+                                              "CREDENTIAL", "PRIVATE", "AUTH", "_USERNAME"};
+  std::vector<std::string> allow_secret_names;          ///< exact names exempt from secret_patterns
+  /// Entries put in front of PYTHONPATH (joined with ':'; no trailing ':' when PYTHONPATH was unset,
+  /// unlike the reference, whose empty entry put the working directory on sys.path).
+  std::vector<std::string> pythonpath_prepend;
 
   std::optional<std::chrono::milliseconds> wall_timeout;
   std::optional<std::chrono::milliseconds> inactivity_timeout;   ///< no bytes on stdout/stderr this long
   std::optional<EndMarker> end_marker;
   std::chrono::milliseconds kill_grace{2'000};                    ///< SIGTERM -> SIGKILL
 
-  std::optional<uint64_t> memory_limit_bytes;    ///< cgroup memory.max, else RLIMIT_AS
-  std::optional<uint64_t> cpu_limit_seconds;     ///< RLIMIT_CPU
+  std::optional<uint64_t> memory_limit_bytes;    ///< cgroup memory.max (v2, else v1), else RLIMIT_AS
+  std::optional<uint64_t> cpu_limit_seconds;     ///< RLIMIT_CPU, per process
   std::optional<uint64_t> file_size_limit_bytes; ///< RLIMIT_FSIZE
   std::optional<uint64_t> open_files_limit;      ///< RLIMIT_NOFILE
-  std::optional<uint64_t> process_limit;         ///< cgroup pids.max, else RLIMIT_NPROC
+  /// Tasks (processes and threads) of the whole tree: cgroup pids.max (v2, else v1), else RLIMIT_NPROC
+  /// (per user; not enforced for root — then reported in `limits` as unavailable).
+  std::optional<uint64_t> process_limit;
   bool no_network = false;                       ///< fresh network namespace with loopback only
+  /// Use no cgroup at all (containment by the subreaper shepherd, limits by rlimits) — what a machine
+  /// without a writable cgroup gets. For tests and `kf exec --force-subreaper`.
+  bool force_subreaper = false;
 
   size_t output_cap_bytes = 1 << 20;             ///< per stream kept in the result (first+last halves)
   std::optional<uint64_t> output_kill_bytes;     ///< kill when a stream produced more than this in total
 
-  /// Called for each complete output line (from the runner's thread; must be thread-safe).
+  /// Called for each complete output line (decoded, escapes stripped, without '\n'; lines longer than
+  /// 64 KiB are cut to 64 KiB), from the calling thread of RunProcess. A final line without '\n' is
+  /// delivered at the end.
   std::function<void(bool is_stderr, const std::string& line)> on_line;
 };
 
@@ -91,20 +126,34 @@ struct ProcessRun {
   ProcessResult result;                          ///< returncode (negative = signal), output, message
   TerminationReason reason = TerminationReason::kExited;
   ContainmentMethod containment = ContainmentMethod::kSubreaper;
-  double wall_seconds = 0;
+  int pid = -1;                                  ///< pid of the main child (-1 when it never started)
+  double wall_seconds = 0;                       ///< from the spawn to the end of the run
   double cpu_seconds = 0;                        ///< user + system of the whole tree
-  std::optional<uint64_t> peak_rss_bytes;        ///< cgroup memory.peak or max rusage
+  std::optional<uint64_t> peak_rss_bytes;        ///< cgroup peak memory, else the largest process's rss
   uint64_t stdout_bytes = 0, stderr_bytes = 0;   ///< produced in total (before capping)
+  std::optional<std::string> end_marker_line;    ///< the line that matched the end marker
   bool network_isolated = false;                 ///< true when no_network was applied
   std::string network_note;                      ///< why isolation was unavailable, when requested
+  /// How each requested limit was enforced: {"memory": "cgroup2 memory.max", "processes":
+  /// "unavailable: …", "cpu": "RLIMIT_CPU", …}.
+  std::map<std::string, std::string> limits;
+  std::vector<std::string> notes;                ///< anything the caller should know (limits not applied)
+
+  /// {"result": ProcessResult JSON, "reason", "containment", "pid", "wall_seconds", "cpu_seconds",
+  ///  "peak_rss_bytes" (or null), "stdout_bytes", "stderr_bytes", "end_marker_line" (or null),
+  ///  "network_isolated", "network_note", "limits", "notes"}.
   Json ToJson() const;
 };
 
-/// Runs a command to completion under the options. Never throws for a failing child (spawn failure is a
-/// kSpawnFailed result with returncode -1); throws kf::Error(kInvalidArgument) for empty argv.
+/// Runs a command to completion under the options. Never throws for a failing child (a spawn failure is a
+/// kSpawnFailed result with returncode -1 and a message); throws kf::Error(kInvalidArgument) for an empty
+/// argv and kf::Error(kIO) when the runner's own pipes/fork fail.
 ProcessRun RunProcess(const ProcessOptions& options);
 
-/// The environment a child would get (for `kf exec --print-env` and tests).
+/// The environment a child would get (for `kf exec --print-env` and tests). Reads our environment.
 std::map<std::string, std::string> BuildChildEnvironment(const ProcessOptions& options);
+
+/// True when `name` would be dropped as a secret under `options` (secret_patterns, allow_secret_names).
+bool IsSecretEnvName(const std::string& name, const ProcessOptions& options);
 
 }  // namespace kf

@@ -18,16 +18,9 @@
 
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/memory_file_map.hpp"
+#include "kernelfoundry/terminal.hpp"  // StripTerminalEscapes, DecodeUtf8Replace
 
 namespace kf {
-
-/// Strips terminal escape sequences as the reference's strip_terminal_escapes (spec §3.1): OSC-8 links
-/// rendered as text, DCS/SOS/PM/APC/OSC/CSI and short escapes removed, stray ESC removed. Idempotent.
-std::string StripTerminalEscapes(std::string_view text);
-
-/// Decodes bytes as UTF-8, replacing each invalid sequence with U+FFFD the way Python's
-/// bytes.decode("utf-8", "replace") does (maximal subparts).
-std::string DecodeUtf8Replace(std::string_view bytes);
 
 /// The outcome of one child process (build, test, profiler pass).
 struct ProcessResult {
@@ -37,19 +30,24 @@ struct ProcessResult {
   std::optional<std::string> message; ///< pipeline note ("Process timed out after 120 seconds")
   std::optional<Json> output_data;    ///< parsed outputs, e.g. {"runtimes": {...}}
 
-  /// Builds a result from raw child output: bytes decoded with replacement, escapes stripped.
+  /// Builds a result from raw child output: stdout/stderr/message decoded as UTF-8 with replacement
+  /// (DecodeUtf8Replace) and stripped of terminal escapes (StripTerminalEscapes).
   static ProcessResult Create(int returncode, std::string_view stdout_bytes, std::string_view stderr_bytes,
                               std::optional<std::string> message = std::nullopt,
                               std::optional<Json> output_data = std::nullopt);
-  /// message + "\n" + stdout + "\n" + stderr (message only when set and requested).
+  /// message + "\n" + stdout + "\n" + stderr when include_message and the message is non-empty,
+  /// else stdout + "\n" + stderr (reference combine_output).
   std::string CombineOutput(bool include_message = true) const;
   /// Merges named parts (spec §3.1, B9 fixed): stdout/stderr joined by "\n"; returncode = 0 only when all
   /// are 0, else the first non-zero (a signal beats success); messages joined; output_data = {name: data}
-  /// for parts that have it, or null. nullopt for an empty input.
+  /// for parts that have it, or null. Messages: the non-empty ones joined by "\n", "" when none (the
+  /// reference's value). nullopt for an empty input.
   static std::optional<ProcessResult> Merge(const std::vector<std::pair<std::string, ProcessResult>>& parts);
 
   Json Encode() const;
-  /// Throws kf::Error(kParse) on unknown keys or wrong types (the reference raises TypeError).
+  /// Decodes the JSON shape above; stdout/stderr/message are re-sanitised (replacement + stripping, both
+  /// idempotent). "message"/"output_data" may be absent or null. Throws kf::Error(kParse) on unknown or
+  /// missing required keys and on wrong types (the reference raises TypeError).
   static ProcessResult Decode(const Json& j);
   bool operator==(const ProcessResult&) const = default;
 };
@@ -60,9 +58,13 @@ struct BuildResult {
   std::optional<ProcessResult> result;
   std::optional<MemoryFileMap> artifacts;
 
+  /// {"worker_info", "result", "artifacts"}; artifacts as a MemoryFileMap encoding; absent -> null.
   Json Encode() const;
-  static std::optional<BuildResult> Decode(const Json& j);  ///< null -> nullopt
+  /// null -> nullopt. Missing keys count as null; unknown keys are ignored (as the reference's decode).
+  /// Throws kf::Error(kParse) on wrong types (field names the JSON path).
+  static std::optional<BuildResult> Decode(const Json& j);
   bool Ok() const { return result && result->returncode == 0; }
+  bool operator==(const BuildResult&) const = default;
 };
 
 /// The outcome of the correctness and performance runs of one variant, possibly over several GPU archs.
@@ -73,12 +75,19 @@ struct TestResult {
   std::vector<std::pair<std::string, ProcessResult>> trace_results;  ///< ordered by insertion
   std::optional<std::vector<std::pair<std::string, TestResult>>> results_per_gpu;
 
-  /// Merges per-arch results (spec §3.3): one entry -> itself; otherwise worker_info {arch: info},
-  /// merged correctness/performance, trace keys "<name>_<arch>", results_per_gpu = input.
+  /// Merges per-arch results (spec §3.3): one entry -> itself; otherwise (zero included) worker_info =
+  /// {arch: info} for non-null infos, correctness/performance = ProcessResult::Merge of the archs that
+  /// have one (B9 fixed there), trace keys "<name>_<arch>" (arch-major order), results_per_gpu = input.
   static TestResult Merge(const std::vector<std::pair<std::string, TestResult>>& per_arch);
 
+  /// {"worker_info", "correctness_result", "performance_result", "trace_results": {name: PR},
+  ///  "results_per_gpu": {arch: TestResult}|null} (recursive).
   Json Encode() const;
-  static std::optional<TestResult> Decode(const Json& j);  ///< null -> nullopt; keeps results_per_gpu
+  /// null -> nullopt; keeps results_per_gpu (B10 fixed). Missing keys count as null/empty; unknown keys
+  /// are ignored. Throws kf::Error(kParse) on wrong types (field names the JSON path).
+  static std::optional<TestResult> Decode(const Json& j);
+  /// Field-wise equality (defined out of line: the type is recursive, and clang cannot default it here).
+  bool operator==(const TestResult& other) const;
 };
 
 }  // namespace kf

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -15,16 +16,24 @@
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/memory_file_map.hpp"
 #include "kernelfoundry/results.hpp"
+#include "kernelfoundry/test_discovery.hpp"
 
 namespace kf {
 
 /// Options for Task::Create.
 struct TaskCreateOptions {
   FileMapLimits limits;
-  /// Run test discovery (pytest collection, cached). Off only for tools that do not need test names.
+  /// Run test discovery (cached, see test_discovery.hpp). Off only for tools that do not need test names
+  /// (hash, blocks); the task's test lists then stay empty.
   bool discover_tests = true;
+  /// The collector used when discover_tests is set; core has none of its own (core must not depend on
+  /// exec). Use kf::PytestCollector() from kernelfoundry/pytest_collect.hpp. Empty + discover_tests ->
+  /// kf::Error(kInternal).
+  TestCollector collector;
   /// Directory of the discovery cache; empty = $KF_CACHE_DIR or ~/.cache/kernelfoundry.
   std::filesystem::path cache_dir;
+  /// Use (read and write) the discovery cache.
+  bool use_cache = true;
 };
 
 /// Candidate block contents for WithBlocks. nullopt = "the block could not be generated" (None path).

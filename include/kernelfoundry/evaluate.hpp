@@ -1,0 +1,142 @@
+// Evaluate — the evaluation pipeline: candidate code -> blocks -> build -> test -> score (reference spec
+// §4.1–§4.4, §4.9; the reference's Evaluator.run + build/test worker tasks, run locally).
+//
+// Stages (each usable on its own):
+//  * Build stage: the candidate (`has_build_step`) and the reference (`has_reference_build_step`) are
+//    built in parallel threads, each in a fresh work dir `<work_root>/kf_build_<custom|reference>_*` holding
+//    the materialised task (task_data/) and the harness's inputs (input.json {gpu_arch, hyperparameters}).
+//  * Test stage: per GPU arch (config gpu_arch "a, b" is split AND stripped, B6) one work dir
+//    `<work_root>/kf_test_*`: the task materialised, the candidate's then the reference's artifacts overlaid,
+//    then every variant — `custom` (or `custom_<p1>_<p2>…`, one per template instantiation found in the
+//    EVOLVE code) and `reference` — run through the harness (correctness, then performance when it passed).
+//    Per-arch results are merged with TestResult::Merge. Every Build/TestResult carries worker_info.
+//  * Scoring: per arch ConvertTestResult (CombineTemplateResults for several variants), then
+//    CombineArchResults; a build failure is BuildFailureResult (perf 1); no reference gives the typed status
+//    "no reference", never NaN; a reference-only run (B20) is ReferenceOnlyResult.
+// Work dirs are removed afterwards unless keep_workdir. The persistent cache (DefaultCacheDir) is passed to every
+// child as KF_CACHE_DIR, so a second run of an identical candidate reuses its compiled extension.
+// Profilers are out of scope here: trace_results stay empty.
+// Thread-safety: Evaluate may run concurrently on different tasks; callbacks are called from worker threads.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/json.hpp"
+#include "kernelfoundry/results.hpp"
+#include "kernelfoundry/scoring.hpp"
+#include "kernelfoundry/task.hpp"
+
+namespace kf {
+
+/// Options of the stages and of Evaluate.
+struct EvaluateOptions {
+  std::optional<std::string> gpu_arch;   ///< overrides config gpu_arch ("a,b" = several archs)
+  bool test_candidate = true;            ///< false: reference only (`kf validate --run`)
+  bool test_reference = true;            ///< false: --no-reference. Config `test_reference: false` also skips it.
+  bool keep_workdir = false;             ///< keep the kf_build_* / kf_test_* directories
+  std::filesystem::path work_root;       ///< parent of the work dirs; empty = the system temp dir
+  ProgressFn progress;                   ///< live phase events
+  OutputLineFn on_output_line;           ///< every output line of every child (verbose mode)
+};
+
+/// "a, b,,c " -> {"a", "b", "c"} (B6: entries stripped, empty ones dropped).
+std::vector<std::string> SplitGpuArchs(std::string_view gpu_arch);
+
+/// The archs to test: options.gpu_arch, else config gpu_arch. Throws kf::Error(kInvalidArgument,
+/// "config.yaml", "gpu_arch") when neither names an arch (or the config value is not a string).
+std::vector<std::string> ResolveGpuArchs(const Task& task, const EvaluateOptions& options);
+
+/// Template instantiations of the candidate (spec §4.4.1): for every `forward_templated<…>` in `code`, its
+/// comma-separated arguments typed as int (no '.'), float, bool (true/false) or string; returned as JSON
+/// arrays, duplicates removed, first-seen order. Empty when the code is not templated.
+std::vector<Json> FindTemplateParameters(std::string_view code);
+
+/// The variant key of a template instantiation: "custom_" + the Python str() of each value joined by "_".
+std::string TemplateVariantKey(const Json& params);
+
+/// The test variants of a task: the candidate's (one per template instantiation of its EVOLVE code, else
+/// "custom") when `candidate`, then "reference" when `reference`.
+std::vector<TestVariant> MakeTestVariants(const Task& task, bool candidate, bool reference);
+
+/// A fresh directory `<root>/<prefix>XXXXXX` removed on destruction unless kept.
+class WorkDir {
+ public:
+  /// Throws kf::Error(kIO) when the directory cannot be created.
+  WorkDir(const std::filesystem::path& root, const std::string& prefix, bool keep);
+  ~WorkDir();
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  bool keep_;
+};
+
+/// One child process's result, named for the job log ("build custom", "test custom cpu correctness", …).
+struct ProcessLog {
+  std::string name;
+  ProcessResult result;
+  Json worker_info = nullptr;
+};
+
+/// Wall seconds of one phase ("build custom", "correctness custom cpu", …).
+struct PhaseTiming {
+  std::string name;
+  double seconds = 0;
+};
+
+/// What the build stage did. nullopt = that target was not built (no build step, or not wanted).
+struct BuildStageResult {
+  std::optional<BuildRun> candidate;
+  std::optional<BuildRun> reference;
+  std::vector<std::filesystem::path> kept_dirs;   ///< work dirs left on disk (keep_workdir)
+};
+
+/// Builds the wanted targets in parallel and stores task.build_result / build_result_reference (with
+/// worker_info). `arch_list` is passed to the hooks (the normalised comma list). Throws kf::Error only
+/// when the task cannot be materialised (kIO / kUnsafe / kLimit).
+BuildStageResult RunBuildStage(const Harness& harness, Task& task, bool build_candidate, bool build_reference,
+                               const std::string& arch_list, const EvaluateOptions& options);
+
+/// What the test stage did.
+struct TestStageResult {
+  /// Per arch (in order), per variant (in order): the harness's run with worker_info set.
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, VariantRun>>>> per_arch;
+  /// Per variant: TestResult::Merge over the archs (one arch: that arch's result).
+  std::vector<std::pair<std::string, TestResult>> merged;
+  std::vector<std::filesystem::path> kept_dirs;
+};
+
+/// Runs every variant on every arch (sequentially: timings must not overlap) in a tree holding the task
+/// and the artifacts of task.build_result and task.build_result_reference.
+TestStageResult RunTestStage(const Harness& harness, const Task& task, const std::vector<TestVariant>& variants,
+                             const std::vector<std::string>& archs, const EvaluateOptions& options);
+
+/// The outcome of Evaluate.
+struct Evaluation {
+  Task task;                       ///< the candidate task with its build and test results
+  EvalResult result;               ///< the verdict (combined over archs)
+  double combined_score = -1;      ///< ComputePerformanceScore(result), -1 when not evaluated
+  std::vector<std::string> archs;
+  std::string input_code;          ///< EVOLVE content before the update (BlocksToStr)
+  std::string output_code;         ///< EVOLVE content evaluated
+  std::vector<ProcessLog> logs;    ///< every build/test process result, in run order
+  std::vector<PhaseTiming> timings;
+  double build_s = 0, test_s = 0, wall_s = 0;   ///< stage wall seconds
+  std::vector<std::filesystem::path> kept_dirs;
+};
+
+/// Evaluates `candidate` (a block update: the shorthand {"EVOLVE": code} or the full form; nullopt = the
+/// task's current blocks) on `task`. Throws kf::Error for unusable input (block update that does not fit
+/// the task, no gpu_arch, unknown harness, unwritable work dirs); every candidate failure (extraction,
+/// build, crash, timeout, wrong values) is a verdict, not an exception.
+Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidate, const EvaluateOptions& options);
+
+}  // namespace kf

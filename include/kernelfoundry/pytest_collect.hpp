@@ -1,0 +1,40 @@
+// Pytest test discovery — the TestCollector for reference-format tasks (task.py + conftest.py).
+//
+// Runs `/usr/bin/python3 -m kernelfoundry.collect <task_dir>` (our python package, PYTHONPATH = KF_PYTHON_DIR,
+// no bytecode written) under kf::RunProcess with a wall-clock limit, in the task directory. The collector
+// prints one line "KF_COLLECT_JSON:{"tests":[{"nodeid":…,"performance":bool}],"errors":[…]}"; tests marked
+// @pytest.mark.performance are the profile tests, all others the correctness tests (collection order kept).
+// Fixes the reference's text scraping (spec §6 "get_test_names"): the first collection's failures are not
+// ignored — an import error of task.py fails with the collector's own error text.
+//
+// The cache salt covers the interpreter path and the bytes of every *.py file of our python package, so an
+// upgrade of the plugin invalidates cached test lists. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "kernelfoundry/test_discovery.hpp"
+
+namespace kf {
+
+struct PytestCollectOptions {
+  std::filesystem::path python = "/usr/bin/python3";  ///< interpreter with pytest installed
+  std::filesystem::path python_dir;                   ///< holds the kernelfoundry package; empty = built-in
+  std::chrono::milliseconds timeout{180'000};         ///< wall-clock limit of one collection
+};
+
+/// Collects the tests of the task materialised in `task_dir`. Throws kf::Error (file "task.py"):
+/// kInvalidArgument with the collector's error text when task.py cannot be collected (import error, syntax
+/// error), kLimit on timeout, kIO when python cannot be started, kInternal for unreadable collector output.
+TestLists CollectPytestTests(const std::filesystem::path& task_dir, const PytestCollectOptions& options = {});
+
+/// The collector to put into TaskCreateOptions::collector (cache salt computed here, once per call).
+TestCollector PytestCollector(const PytestCollectOptions& options = {});
+
+/// Parses the collector's output (stdout): the last line starting with "KF_COLLECT_JSON:". Exposed for
+/// tests. Throws as CollectPytestTests.
+TestLists ParseCollectOutput(const std::string& stdout_text, const std::string& stderr_text);
+
+}  // namespace kf

@@ -1,0 +1,37 @@
+// worker_info — a description of the machine that builds or tests a candidate (reference spec §4.13).
+//
+// Every BuildResult and TestResult carries it, and the kernels row stores it (eval/compile_worker_info).
+// Contract:
+//  * Gathered once per process (std::call_once) and cached; later calls return the cached value.
+//  * Never fails: a tool that is absent or slow gives "" (versions) or 0 (memory). The version probes run
+//    in parallel through kf::RunProcess with a short timeout each (kProbeTimeout), so the first call costs
+//    about one probe's time, not their sum.
+//  * Keys: the reference's 13 keys in the reference's order (nvcc_version, icpx_version,
+//    ocl_driver_version, neo_revision, igc_revision, cpu_info, total_system_memory_kb, device_id, gpu_name,
+//    nvidia_compute_capabilities, git_commit_hash, torch_version, hostname), then ours: gxx_version,
+//    clang_version, python_version, kf_version. git_commit_hash is always "" (the reference describes the
+//    worker's cwd, which says nothing about the candidate); kf_version identifies the evaluator instead.
+//  * Thread-safe.
+#pragma once
+
+#include <chrono>
+
+#include "kernelfoundry/json.hpp"
+
+namespace kf {
+
+/// Time limit of one version probe (each runs once per process).
+inline constexpr std::chrono::milliseconds kProbeTimeout{5'000};
+
+/// The cached worker info of this process (see the header comment for keys and failure behaviour).
+const Json& GetWorkerInfo();
+
+/// Gathers the worker info now, without the cache (for tests and `kf info`). Never throws.
+Json GatherWorkerInfo();
+
+/// Parses the version out of a tool's `--version` text: "release 13.0, V13.0.88" -> "13.0.88" (nvcc);
+/// otherwise the first token that starts with a digit and contains a '.', e.g. "g++ (Debian 12.2.0-14) 12.2.0"
+/// -> "12.2.0", "Python 3.11.2" -> "3.11.2". Returns "" when nothing matches.
+std::string ParseToolVersion(const std::string& text);
+
+}  // namespace kf

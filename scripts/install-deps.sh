@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package KernelFoundry needs to build, test and run (idempotent: only missing
+# packages are fetched). Needs root (or sudo). Python packages come from Debian too (PyPI is not used).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev
+  libyaml-cpp-dev nlohmann-json3-dev libarchive-dev libsqlite3-dev sqlite3 libssl-dev
+  libcli11-dev libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
+  pybind11-dev python3-pybind11 python3-dev python3-pytest python3-numpy python3-torch libtorch-dev
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo zip unzip xz-utils bzip2 procps iproute2
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+fi

@@ -1,0 +1,132 @@
+// kf results — lists stored evaluations: rows of the `kernels` table with the status of their job.
+//
+//   kf results [--db PATH] [--task NAME] [--job ID] [--last N] [--json] [--all-columns]
+//
+// The database is --db, else $KF_DB, else runs/kernels.sqlite3 (relative to the current directory). It is
+// opened read-only; a missing file is a kNotFound error (exit 4).
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/command.hpp"
+#include "cli/exit_codes.hpp"
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/store.hpp"
+
+namespace kf::cli {
+namespace {
+
+struct ResultsOptions {
+  std::string db;
+  std::string task;
+  std::optional<int64_t> job;
+  int64_t last = 20;
+  bool json = false;
+  bool all_columns = false;
+};
+
+/// Columns of --json (without --all-columns); job_status is added by ListKernels.
+const std::vector<std::string> kJsonColumns = {
+    "id",      "timestamp", "uuid",  "task_name", "task_id", "job_id",  "status", "score",
+    "runtime", "improve_over_native", "improve_over_compile", "gpu_arch", "runtime_stats"};
+
+std::string Cell(const Json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  return DumpJson(v);
+}
+
+/// A number cell: "-" for null and for the reference's "not measured" value -1.
+std::string Number(const Json& v, const char* spec) {
+  if (!v.is_number()) return Cell(v);
+  double d = v.get<double>();
+  if (d == -1.0) return "-";
+  return fmt::format(fmt::runtime(spec), d);
+}
+
+/// "YYYY-MM-DD HH:MM:SS" (UTC) from a stored timestamp (fractional seconds dropped).
+std::string ShortTime(const Json& v) {
+  std::string s = Cell(v);
+  auto dot = s.find('.');
+  return dot == std::string::npos ? s : s.substr(0, dot);
+}
+
+void PrintTable(const std::vector<Json>& rows) {
+  const std::vector<std::string> header = {"id",     "timestamp (UTC)", "task_name", "job_id",         "job_status",
+                                           "status", "score",           "runtime_ms", "speedup",       "gpu_arch"};
+  const std::vector<bool> right = {true, false, false, true, false, false, true, true, true, false};
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows) {
+    cells.push_back({Cell(r["id"]), ShortTime(r["timestamp"]), Cell(r["task_name"]), Cell(r["job_id"]),
+                     Cell(r["job_status"]), Cell(r["status"]), Cell(r["score"]), Number(r["runtime"], "{:.4g}"),
+                     Number(r["improve_over_native"], "{:.3g}x"), Cell(r["gpu_arch"])});
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t i = 0; i < header.size(); ++i) {
+    width[i] = header[i].size();
+    for (const auto& row : cells) width[i] = std::max(width[i], row[i].size());
+  }
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i) out += "  ";
+      out += right[i] ? fmt::format("{:>{}}", row[i], width[i]) : fmt::format("{:<{}}", row[i], width[i]);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    std::puts(out.c_str());
+  };
+  line(header);
+  for (const auto& row : cells) line(row);
+  if (rows.empty()) std::puts("(no stored evaluations match)");
+}
+
+int RunResults(const ResultsOptions& opts) {
+  std::filesystem::path path = opts.db.empty() ? DefaultDbPath() : std::filesystem::path(opts.db);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw Error(ErrorKind::kNotFound,
+                "no results database (run `kf run` first, or pass --db PATH or set KF_DB)", path.string());
+  }
+  auto store = SqliteStore::Open(path, SqliteOptions{.read_only = true});
+  KernelQuery query;
+  if (!opts.task.empty()) query.task_name = opts.task;
+  query.job_id = opts.job;
+  query.last_n = opts.last;
+  if (opts.json && !opts.all_columns) query.columns = kJsonColumns;
+  if (!opts.json) {
+    query.columns = {"id", "timestamp", "task_name", "job_id", "status", "score", "runtime", "improve_over_native",
+                     "gpu_arch"};
+  }
+  std::vector<Json> rows = store->ListKernels(query);
+  if (opts.json) {
+    Json array = Json::array();
+    for (auto& r : rows) array.push_back(std::move(r));
+    std::puts(DumpJson(array, 2).c_str());
+  } else {
+    PrintTable(rows);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+KF_REGISTER_COMMAND("results", [](CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<ResultsOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "results", "List stored evaluations (kernels rows with their job status), newest last");
+  cmd->add_option("--db", opts->db, "Results database (default: $KF_DB, else runs/kernels.sqlite3)");
+  cmd->add_option("--task", opts->task, "Only evaluations of this task_name");
+  cmd->add_option("--job", opts->job, "Only evaluations of this job id");
+  cmd->add_option("--last", opts->last, "Only the newest N evaluations; 0 = all")
+      ->default_val(20)
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", opts->json, "Print the rows as a JSON array instead of a table");
+  cmd->add_flag("--all-columns", opts->all_columns, "With --json: every kernels column (code, logs, profiles)");
+  cmd->callback([opts, exit_code]() { *exit_code = RunResults(*opts); });
+});
+
+}  // namespace kf::cli

@@ -1,0 +1,57 @@
+// kf validate — checks a task package's structure and lists EVERY problem (the reference's validate()
+// stops at the first): task.py, conftest.py, at least one correctness and one performance test (collected
+// with pytest), an EVOLVE block, task_name and job_name in the config.
+//
+//   kf validate TASK [--json]
+// Exit 0 when valid, 3 when invalid (problems on stdout), other codes for unreadable input.
+//
+// Hook for `--run` (evaluate the task's own EVOLVE block end to end): add the flag below and, after
+// ValidateStructure() reported no problem, run the pipeline on `task` in RunValidate.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/load_task.hpp"
+
+namespace kf::cli {
+namespace {
+
+struct ValidateOptions {
+  std::string task;
+  bool json = false;
+};
+
+int RunValidate(const ValidateOptions& o) {
+  Task task;
+  std::vector<std::string> problems = ValidateStructure(o.task, &task);
+  if (o.json) {
+    Json out = Json::object();
+    out["task"] = o.task;
+    out["valid"] = problems.empty();
+    out["problems"] = problems;
+    std::printf("%s\n", DumpJson(out, 2).c_str());
+  } else if (problems.empty()) {
+    std::printf("%s: valid (%zu correctness test(s), %zu performance test(s))\n", o.task.c_str(),
+                task.correctness_tests.size(), task.profile_tests.size());
+  } else {
+    std::printf("%s: invalid, %zu problem(s):\n", o.task.c_str(), problems.size());
+    for (const std::string& p : problems) std::printf("  - %s\n", p.c_str());
+  }
+  return problems.empty() ? kExitOk : kExitBadInput;
+}
+
+}  // namespace
+
+KF_REGISTER_COMMAND("validate", [](CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<ValidateOptions>();
+  CLI::App* cmd = app.add_subcommand("validate", "Check a task's structure and list every problem (exit 3 if invalid)");
+  cmd->add_option("TASK", o->task, "Task package (directory or archive) or encoded task (.json, - for stdin)")
+      ->required();
+  cmd->add_flag("--json", o->json, "Print {\"task\", \"valid\", \"problems\"} as JSON");
+  cmd->callback([o, exit_code]() { *exit_code = RunValidate(*o); });
+});
+
+}  // namespace kf::cli

@@ -1,0 +1,174 @@
+// Shared helpers of the task verbs (see load_task.hpp).
+#include "cli/load_task.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/pytest_collect.hpp"
+#include "kernelfoundry/test_discovery.hpp"
+
+namespace kf::cli {
+namespace {
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Re-throws a kf::Error with its file placed under the TASK argument ("pkg/config.yaml").
+[[noreturn]] void RethrowUnder(const Error& e, const std::string& arg) {
+  std::string file = e.file();
+  if (file.empty() || file == "<task json>" || file == "<bytes>") file = arg;
+  else if (file != arg && file.rfind(arg, 0) != 0 && file[0] != '/' && file[0] != '<')
+    file = (std::filesystem::path(arg) / file).string();
+  throw Error(e.kind(), e.message(), file, e.field());
+}
+
+}  // namespace
+
+bool IsEncodedTaskArg(const std::string& arg) {
+  if (arg == "-") return true;
+  return EndsWith(arg, ".json") && !std::filesystem::is_directory(arg);
+}
+
+TaskCreateOptions CliCreateOptions(bool discover_tests) {
+  TaskCreateOptions options;
+  options.discover_tests = discover_tests;
+  if (discover_tests) options.collector = PytestCollector();
+  return options;
+}
+
+std::string ReadInput(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw Error(ErrorKind::kNotFound, "no such file", path);
+  if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kInvalidArgument, "is a directory", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIO, "cannot open for reading", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(ErrorKind::kIO, "read failed", path);
+  return ss.str();
+}
+
+LoadedTask LoadTask(const std::string& arg, bool discover_tests) {
+  LoadedTask out;
+  try {
+    if (IsEncodedTaskArg(arg)) {
+      out.task = Task::Decode(ParseJson(ReadInput(arg), arg == "-" ? "<stdin>" : arg));
+      out.from_json = true;
+      return out;
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(arg, ec))
+      throw Error(ErrorKind::kNotFound, "no such task package (directory, archive or .json)", arg);
+    auto [task, metadata] = Task::Create(arg, CliCreateOptions(discover_tests));
+    out.task = std::move(task);
+    out.metadata = std::move(metadata);
+  } catch (const Error& e) {
+    RethrowUnder(e, arg);
+  }
+  return out;
+}
+
+void WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes) {
+  static std::atomic<unsigned> counter{0};
+  std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw Error(ErrorKind::kNotFound, "the output's directory does not exist", path.string());
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(ErrorKind::kInvalidArgument, "the output path is a directory", path.string());
+  std::filesystem::path tmp =
+      dir / fmt::format(".{}.tmp.{}.{}", path.filename().string(), static_cast<long>(getpid()), counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(ErrorKind::kIO, "cannot create the output file", path.string());
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      throw Error(ErrorKind::kIO, "write failed (disk full?)", path.string());
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(ErrorKind::kIO, "cannot move the output into place", path.string());
+  }
+}
+
+OutputKind ClassifyOutput(const std::filesystem::path& path, ArchiveFormat* format) {
+  const std::string s = path.filename().string();
+  const std::pair<const char*, ArchiveFormat> archives[] = {
+      {".zip", ArchiveFormat::kZip},     {".tar.gz", ArchiveFormat::kTarGz}, {".tgz", ArchiveFormat::kTarGz},
+      {".tar.bz2", ArchiveFormat::kTarBz2}, {".tbz2", ArchiveFormat::kTarBz2}, {".tar.xz", ArchiveFormat::kTarXz},
+      {".txz", ArchiveFormat::kTarXz},   {".tar", ArchiveFormat::kTar}};
+  if (EndsWith(s, ".json")) return OutputKind::kJson;
+  for (const auto& [ext, fmt_] : archives) {
+    if (EndsWith(s, ext)) {
+      if (format != nullptr) *format = fmt_;
+      return OutputKind::kArchive;
+    }
+  }
+  return OutputKind::kDirectory;
+}
+
+void WriteTaskFiles(const MemoryFileMap& files, const std::filesystem::path& out, bool force) {
+  ArchiveFormat format = ArchiveFormat::kTarGz;
+  switch (ClassifyOutput(out, &format)) {
+    case OutputKind::kJson:
+      throw Error(ErrorKind::kInvalidArgument, "expected a directory or an archive (.zip, .tar.gz, ...)",
+                  out.string());
+    case OutputKind::kArchive: WriteFileAtomic(out, files.ToArchive(format)); return;
+    case OutputKind::kDirectory: break;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(out, ec)) {
+    if (!std::filesystem::is_directory(out, ec))
+      throw Error(ErrorKind::kInvalidArgument, "exists and is not a directory", out.string());
+    if (!force && !std::filesystem::is_empty(out, ec))
+      throw Error(ErrorKind::kInvalidArgument, "directory exists and is not empty (use --force to overlay)",
+                  out.string());
+  }
+  files.ToDisk(out);
+}
+
+std::vector<std::string> ValidateStructure(const std::string& arg, Task* task_out) {
+  LoadedTask loaded = LoadTask(arg, /*discover_tests=*/false);
+  Task& task = loaded.task;
+  std::vector<std::string> problems;
+  bool discovery_failed = false;
+  if (!loaded.from_json && task.task_data.Contains("task.py")) {
+    try {
+      TestLists lists = DiscoverTests(task.task_data, PytestCollector());
+      task.correctness_tests = std::move(lists.correctness);
+      task.profile_tests = std::move(lists.profile);
+    } catch (const Error& e) {
+      problems.push_back(fmt::format("tests cannot be collected: {}", e.message()));
+      discovery_failed = true;
+    }
+  }
+  for (std::string& p : task.Problems()) {
+    // After a failed collection the "no correctness/performance test" lines only repeat it.
+    if (discovery_failed && p.rfind("no correctness test", 0) == 0) continue;
+    if (discovery_failed && p.rfind("no performance test", 0) == 0) continue;
+    problems.push_back(std::move(p));
+  }
+  if (task_out != nullptr) *task_out = std::move(task);
+  return problems;
+}
+
+}  // namespace kf::cli

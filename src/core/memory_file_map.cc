@@ -1,0 +1,269 @@
+// MemoryFileMap: the in-memory part (access, meta, root stripping, JSON encode/decode, path rules).
+// Loading from / writing to disk lives in file_map_disk.cc, archives in archive.cc.
+#include "kernelfoundry/memory_file_map.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "kernelfoundry/base64.hpp"
+#include "kernelfoundry/error.hpp"
+
+namespace kf {
+namespace {
+
+constexpr uint32_t kDefaultMode = 0644;
+
+/// Seconds since the epoch, with sub-second precision (Python time.time()).
+double NowSeconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+/// Splits on '/', dropping empty and "." components.
+std::vector<std::string_view> Components(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(start, end - start);
+    if (!part.empty() && part != ".") out.push_back(part);
+    start = end + 1;
+  }
+  return out;
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool MetaEmpty(const FileMeta& m) { return !m.mode && !m.mtime; }
+
+}  // namespace
+
+bool IsIgnoredPath(std::string_view path) {
+  const auto parts = Components(path);
+  for (std::string_view part : parts) {
+    if (part == "__pycache__" || part == ".git" || part == "__MACOSX") return true;
+  }
+  if (parts.empty()) return false;
+  const std::string_view name = parts.back();
+  return name == ".DS_Store" || name == "Thumbs.db" || EndsWith(name, ".pyc") || EndsWith(name, ".pyo") ||
+         EndsWith(name, ".swp");
+}
+
+std::string NormalizeMemberPath(std::string_view name, const std::string& source) {
+  if (!name.empty() && name.front() == '/') {
+    throw Error(ErrorKind::kUnsafe, "absolute member path '" + std::string(name) + "' is not allowed", source,
+                std::string(name));
+  }
+  std::string out;
+  out.reserve(name.size());
+  for (std::string_view part : Components(name)) {
+    if (part == "..") {
+      throw Error(ErrorKind::kUnsafe, "member path '" + std::string(name) + "' escapes the package via '..'",
+                  source, std::string(name));
+    }
+    if (!out.empty()) out += '/';
+    out.append(part);
+  }
+  return out;
+}
+
+// ---- access ----
+
+bool MemoryFileMap::Contains(const std::string& path) const { return files_.count(path) != 0; }
+
+std::optional<std::string> MemoryFileMap::Get(const std::string& path) const {
+  auto it = files_.find(path);
+  if (it == files_.end()) return std::nullopt;
+  return it->second;
+}
+
+const std::string* MemoryFileMap::Find(const std::string& path) const {
+  auto it = files_.find(path);
+  return it == files_.end() ? nullptr : &it->second;
+}
+
+void MemoryFileMap::Set(const std::string& path, std::string bytes) {
+  FileMeta meta;
+  auto it = meta_.find(path);
+  meta.mode = (it != meta_.end() && it->second.mode) ? *it->second.mode : kDefaultMode;
+  meta.mtime = NowSeconds();
+  Set(path, std::move(bytes), meta);
+}
+
+void MemoryFileMap::Set(const std::string& path, std::string bytes, FileMeta meta) {
+  auto [it, inserted] = files_.insert_or_assign(path, std::move(bytes));
+  if (inserted) order_.push_back(path);
+  if (MetaEmpty(meta)) {
+    meta_.erase(path);
+  } else {
+    meta_[path] = meta;
+  }
+}
+
+bool MemoryFileMap::Remove(const std::string& path) {
+  if (files_.erase(path) == 0) return false;
+  meta_.erase(path);
+  order_.erase(std::find(order_.begin(), order_.end(), path));
+  return true;
+}
+
+const FileMeta* MemoryFileMap::Meta(const std::string& path) const {
+  auto it = meta_.find(path);
+  return it == meta_.end() ? nullptr : &it->second;
+}
+
+void MemoryFileMap::SetMeta(const std::string& path, FileMeta meta) {
+  if (!Contains(path)) return;
+  if (MetaEmpty(meta)) {
+    meta_.erase(path);
+  } else {
+    meta_[path] = meta;
+  }
+}
+
+std::vector<std::string> MemoryFileMap::ListFiles() const { return order_; }
+
+void MemoryFileMap::Clear() {
+  files_.clear();
+  meta_.clear();
+  order_.clear();
+}
+
+uint64_t MemoryFileMap::TotalBytes() const {
+  uint64_t total = 0;
+  for (const auto& [path, bytes] : files_) total += bytes.size();
+  return total;
+}
+
+bool MemoryFileMap::RemoveRootDir() {
+  if (order_.empty()) return false;
+  // Longest common prefix of the directory components (the file name excluded: B1/B2).
+  std::vector<std::string> common;
+  bool first = true;
+  for (const std::string& key : order_) {
+    auto parts = Components(key);
+    if (!parts.empty()) parts.pop_back();  // the file name
+    if (first) {
+      common.assign(parts.begin(), parts.end());
+      first = false;
+    } else {
+      size_t n = 0;
+      while (n < common.size() && n < parts.size() && common[n] == parts[n]) ++n;
+      common.resize(n);
+    }
+    if (common.empty()) return false;
+  }
+  MemoryFileMap stripped;
+  for (const std::string& key : order_) {
+    const auto parts = Components(key);
+    std::string rel;
+    for (size_t i = common.size(); i < parts.size(); ++i) {
+      if (!rel.empty()) rel += '/';
+      rel.append(parts[i]);
+    }
+    auto meta_it = meta_.find(key);
+    stripped.Set(rel, std::move(files_.at(key)), meta_it == meta_.end() ? FileMeta{} : meta_it->second);
+  }
+  *this = std::move(stripped);
+  return true;
+}
+
+// ---- JSON ----
+
+Json MemoryFileMap::Encode() const {
+  Json out = Json::object();
+  for (const std::string& key : order_) {
+    Json entry = Json::object();
+    entry["content"] = Base64Encode(files_.at(key));
+    if (const FileMeta* m = Meta(key)) {
+      if (m->mode) entry["mode"] = *m->mode;
+      if (m->mtime) entry["mtime"] = *m->mtime;
+    }
+    out.emplace(key, std::move(entry));
+  }
+  return out;
+}
+
+void MemoryFileMap::Decode(const Json& data) {
+  if (!data.is_object()) {
+    throw Error(ErrorKind::kParse, std::string("expected an object {path: entry}, got ") + data.type_name(),
+                "<file map>");
+  }
+  struct Parsed {
+    std::string path;
+    std::string bytes;
+    FileMeta meta;
+    bool set_meta;
+  };
+  // Parse everything first so that a bad entry leaves the map untouched.
+  std::vector<Parsed> parsed;
+  parsed.reserve(data.size());
+  for (auto it = data.begin(); it != data.end(); ++it) {
+    const std::string& path = it.key();
+    const Json& value = it.value();
+    auto decode = [&](const Json& text, const char* field) {
+      try {
+        return Base64Decode(text.get_ref<const std::string&>());
+      } catch (const Error& e) {
+        throw Error(ErrorKind::kParse, e.message(), path, field);
+      }
+    };
+    if (value.is_string()) {  // legacy {path: base64}
+      parsed.push_back({path, decode(value, "content"), FileMeta{kDefaultMode, NowSeconds()}, true});
+      continue;
+    }
+    if (!value.is_object()) {
+      throw Error(ErrorKind::kParse,
+                  std::string("expected a base64 string or {content, mode?, mtime?}, got ") + value.type_name(),
+                  path);
+    }
+    auto content = value.find("content");
+    if (content == value.end() || !content->is_string()) {
+      throw Error(ErrorKind::kParse, "expected a base64 string", path, "content");
+    }
+    Parsed p{path, decode(*content, "content"), FileMeta{}, false};
+    if (auto mode = value.find("mode"); mode != value.end() && !mode->is_null()) {
+      if (!mode->is_number_integer() || mode->get<int64_t>() < 0) {
+        throw Error(ErrorKind::kParse, "expected a non-negative integer permission mode, got " + mode->dump(),
+                    path, "mode");
+      }
+      p.meta.mode = static_cast<uint32_t>(mode->get<int64_t>()) & 0777u;
+      p.set_meta = true;
+    }
+    if (auto mtime = value.find("mtime"); mtime != value.end() && !mtime->is_null()) {
+      if (!mtime->is_number()) {
+        throw Error(ErrorKind::kParse, "expected a number of seconds since the epoch, got " + mtime->dump(), path,
+                    "mtime");
+      }
+      p.meta.mtime = mtime->get<double>();
+      p.set_meta = true;
+    }
+    parsed.push_back(std::move(p));
+  }
+  for (Parsed& p : parsed) {
+    auto [it, inserted] = files_.insert_or_assign(p.path, std::move(p.bytes));
+    if (inserted) order_.push_back(p.path);
+    if (p.set_meta) meta_[p.path] = p.meta;
+  }
+}
+
+MemoryFileMap MemoryFileMap::FromJson(const Json& data) {
+  MemoryFileMap map;
+  map.Decode(data);
+  return map;
+}
+
+bool MemoryFileMap::operator==(const MemoryFileMap& other) const {
+  if (files_ != other.files_) return false;
+  for (const auto& [path, bytes] : files_) {
+    const FileMeta* a = Meta(path);
+    const FileMeta* b = other.Meta(path);
+    if ((a ? *a : FileMeta{}) != (b ? *b : FileMeta{})) return false;
+  }
+  return true;
+}
+
+}  // namespace kf

@@ -1,0 +1,164 @@
+// Test discovery driver: cache lookup, materialisation into a temp dir, collector call, cache write.
+#include "kernelfoundry/test_discovery.hpp"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "core/sha256.hpp"
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/json.hpp"
+
+namespace kf {
+namespace {
+
+constexpr int kCacheFormat = 1;
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Removes a directory tree on scope exit.
+class ScopedTempDir {
+ public:
+  ScopedTempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "custom_task_create_XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr)
+      throw Error(ErrorKind::kIO, "cannot create a temporary directory for test discovery", tmpl);
+    path_ = tmpl;
+  }
+  ~ScopedTempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::optional<TestLists> ReadCache(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    Json j = Json::parse(ss.str());
+    if (j.value("format", 0) != kCacheFormat) return std::nullopt;
+    TestLists lists;
+    lists.correctness = j.at("correctness_tests").get<std::vector<std::string>>();
+    lists.profile = j.at("profile_tests").get<std::vector<std::string>>();
+    return lists;
+  } catch (const std::exception&) {
+    return std::nullopt;  // corrupt entry: collect again and overwrite it
+  }
+}
+
+void WriteCache(const std::filesystem::path& file, const TestLists& lists) {
+  static std::atomic<unsigned> counter{0};
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  if (ec) return;
+  Json j = Json::object();
+  j["format"] = kCacheFormat;
+  j["correctness_tests"] = lists.correctness;
+  j["profile_tests"] = lists.profile;
+  std::filesystem::path tmp =
+      file.string() + fmt::format(".tmp.{}.{}", static_cast<long>(getpid()), counter.fetch_add(1));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return;
+    out << j.dump();
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace
+
+std::filesystem::path DefaultCacheDir() {
+  if (const char* env = std::getenv("KF_CACHE_DIR"); env != nullptr && *env != '\0') return env;
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return std::filesystem::path(home) / ".cache" / "kernelfoundry";
+  return std::filesystem::temp_directory_path() / "kernelfoundry-cache";
+}
+
+bool AffectsTestCollection(std::string_view path) {
+  std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+  for (const char* exact : {"pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py"})
+    if (name == exact) return true;
+  for (const char* ext : {".py", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".txt", ".csv"})
+    if (EndsWith(name, ext)) return true;
+  return false;
+}
+
+std::string CollectionCacheKey(const MemoryFileMap& files, std::string_view salt) {
+  std::vector<std::string> keys = files.ListFiles();
+  std::sort(keys.begin(), keys.end());
+  internal::Sha256 h;
+  h.Update(fmt::format("kf-collect-v{}\n", kCacheFormat));
+  h.Update(salt);
+  h.Update(std::string_view("\n", 1));
+  for (const std::string& key : keys) {
+    if (!AffectsTestCollection(key)) continue;
+    const std::string* bytes = files.Find(key);
+    // Length-prefixed so that no two different file sets can produce the same byte stream.
+    h.Update(fmt::format("{}:{}\n{}:", key.size(), key, bytes->size()));
+    h.Update(*bytes);
+  }
+  return h.HexDigest();
+}
+
+TestLists DiscoverTests(const MemoryFileMap& files, const TestCollector& collector,
+                        const DiscoveryOptions& options, bool* cache_hit) {
+  if (cache_hit != nullptr) *cache_hit = false;
+  if (!collector)
+    throw Error(ErrorKind::kInternal,
+                "test discovery requested without a collector (pass kf::PytestCollector() from "
+                "kernelfoundry/pytest_collect.hpp, or set discover_tests = false)");
+  if (!files.Contains("task.py"))
+    throw Error(ErrorKind::kInvalidArgument, "task.py is missing at the top level of the task package; "
+                "it holds the tests", "task.py");
+
+  std::optional<TestLists> lists;
+  std::filesystem::path cache_file;
+  const bool caching = options.use_cache && !collector.cache_salt.empty();
+  if (caching) {
+    std::filesystem::path dir = options.cache_dir.empty() ? DefaultCacheDir() : options.cache_dir;
+    cache_file = dir / "collect" / (CollectionCacheKey(files, collector.cache_salt) + ".json");
+    lists = ReadCache(cache_file);
+    if (lists && cache_hit != nullptr) *cache_hit = true;
+  }
+  if (!lists) {
+    ScopedTempDir tmp;
+    files.ToDisk(tmp.path());
+    lists = collector.collect(tmp.path());
+    if (caching) WriteCache(cache_file, *lists);
+  }
+  return *lists;
+}
+
+void RequirePerformanceTest(const TestLists& lists) {
+  if (lists.profile.empty())
+    throw Error(ErrorKind::kInvalidArgument,
+                fmt::format("no performance test: mark at least one test with @pytest.mark.performance "
+                            "({} other test(s) collected)",
+                            lists.correctness.size()),
+                "task.py", "profile_tests");
+}
+
+}  // namespace kf

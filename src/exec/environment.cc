@@ -1,0 +1,103 @@
+// Child environment: allow-list of our variables + caller additions, secrets dropped (spec §4.11, B22 fixed:
+// *_API_KEY and other credential names never reach candidate code).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "exec/internal.hpp"
+#include "kernelfoundry/process.hpp"
+
+extern char** environ;
+
+namespace kf {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+
+std::string Upper(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool MatchesAllowed(const std::string& name, const std::vector<std::string>& allowed) {
+  for (const auto& pattern : allowed) {
+    if (!pattern.empty() && pattern.back() == '*') {
+      if (name.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0) return true;
+    } else if (name == pattern) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsSecretEnvName(const std::string& name, const ProcessOptions& options) {
+  if (std::find(options.allow_secret_names.begin(), options.allow_secret_names.end(), name) !=
+      options.allow_secret_names.end()) {
+    return false;
+  }
+  const std::string upper = Upper(name);
+  for (const auto& pattern : options.secret_patterns) {
+    if (!pattern.empty() && upper.find(Upper(pattern)) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::map<std::string, std::string> BuildChildEnvironment(const ProcessOptions& options) {
+  std::map<std::string, std::string> env;
+  if (options.inherit_allowed_env && environ != nullptr) {
+    for (char** p = environ; *p != nullptr; ++p) {
+      std::string entry = *p;
+      size_t eq = entry.find('=');
+      if (eq == std::string::npos || eq == 0) continue;
+      std::string name = entry.substr(0, eq);
+      if (!MatchesAllowed(name, options.allowed_env) || IsSecretEnvName(name, options)) continue;
+      env[name] = entry.substr(eq + 1);
+    }
+  }
+  for (const auto& [name, value] : options.env_add) {
+    if (name.empty() || name.find('=') != std::string::npos) continue;
+    if (IsSecretEnvName(name, options)) continue;
+    env[name] = value;
+  }
+  if (!options.pythonpath_prepend.empty()) {
+    std::string joined;
+    for (const auto& entry : options.pythonpath_prepend) {
+      if (!joined.empty()) joined += ':';
+      joined += entry;
+    }
+    auto it = env.find("PYTHONPATH");
+    if (it != env.end() && !it->second.empty()) joined += ":" + it->second;
+    env["PYTHONPATH"] = joined;
+  }
+  if (env.find("PATH") == env.end()) env["PATH"] = kDefaultPath;
+  return env;
+}
+
+namespace exec_internal {
+
+std::optional<std::string> ResolveExecutable(const std::string& name, const std::string& path_var) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) return name;  // relative names resolve against the child's cwd
+  size_t start = 0;
+  while (start <= path_var.size()) {
+    size_t end = path_var.find(':', start);
+    if (end == std::string::npos) end = path_var.size();
+    std::string dir = path_var.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) {
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+    }
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace exec_internal
+}  // namespace kf

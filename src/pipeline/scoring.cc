@@ -1,0 +1,520 @@
+// Scoring: timing statistics, convert_test_result_to_exec_result, arch and template combination, combined
+// fitness (reference spec §4.9). Fixes: B16 (speedups from unrounded means, zero guard), B18 (empty runtime
+// list), B20 (reference-only result), NaN from combining without a reference.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/scoring.hpp"
+#include "pipeline/scoring_internal.hpp"
+
+namespace kf {
+namespace {
+
+/// One benchmark's measurements as reported by the performance run.
+struct Bench {
+  std::string name;
+  std::vector<double> samples;
+  std::string problem;  ///< non-empty when the samples are unusable
+  bool Valid() const { return problem.empty(); }
+};
+
+/// Reads {"runtimes": {node id: [ms, …]}} from a performance result. nullopt when there are none (no
+/// result, no output_data, no or empty runtimes) — the reference's "missing runtimes".
+std::optional<std::vector<Bench>> ExtractRuntimes(const std::optional<ProcessResult>& perf) {
+  if (!perf || !perf->output_data || !perf->output_data->is_object()) return std::nullopt;
+  auto it = perf->output_data->find("runtimes");
+  if (it == perf->output_data->end() || !it->is_object() || it->empty()) return std::nullopt;
+  std::vector<Bench> benches;
+  for (auto b = it->begin(); b != it->end(); ++b) {
+    Bench bench{b.key(), {}, {}};
+    if (!b.value().is_array()) {
+      bench.problem = "its runtimes are not a list";
+    } else {
+      for (const Json& v : b.value()) {
+        if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+          bench.problem = "its runtimes contain an invalid value";
+          break;
+        }
+        bench.samples.push_back(v.get<double>());
+      }
+      if (bench.problem.empty() && bench.samples.empty()) bench.problem = "it recorded no runtimes";
+    }
+    benches.push_back(std::move(bench));
+  }
+  return benches;
+}
+
+/// The reference's stats dict for a benchmark without measurement (runtime kMissingRuntimeMs).
+Json MissingStatsJson(int num_trials) {
+  Json j = ComputeTimingStats({kMissingRuntimeMs}).ToReferenceJson();
+  j["num_trials"] = num_trials;
+  return j;
+}
+
+std::string GpuName(const std::optional<Json>& worker_info) {
+  // The reference indexes worker_info["gpu_name"] and raises TypeError when it is None; we say "unknown".
+  if (worker_info && worker_info->is_object()) {
+    auto it = worker_info->find("gpu_name");
+    if (it != worker_info->end() && it->is_string()) return it->get<std::string>();
+  }
+  return "unknown";
+}
+
+bool IsCorrectFamily(EvalStatus s) { return PerfScoreFor(s) == 5; }
+
+double Sanitize(double v) { return std::isfinite(v) ? v : -1.0; }
+
+void SetStatus(EvalResult& r, EvalStatus status, std::string detail) {
+  r.status = status;
+  r.perf_score = PerfScoreFor(status);
+  r.status_detail = std::move(detail);
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+double RoundSignificant(double x, int digits) {
+  if (x == 0 || !std::isfinite(x) || digits < 1) return x;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*e", digits - 1, x);  // exact decimal rounding of the binary value
+  return std::strtod(buf, nullptr);
+}
+
+TimingStats ComputeTimingStats(const std::vector<double>& ms) {
+  if (ms.empty()) throw Error(ErrorKind::kInvalidArgument, "timing statistics of an empty list of runtimes");
+  for (double v : ms) {
+    if (!std::isfinite(v)) throw Error(ErrorKind::kInvalidArgument, "timing statistics of a non-finite runtime");
+  }
+  TimingStats s;
+  const double n = static_cast<double>(ms.size());
+  s.num_trials = static_cast<int>(ms.size());
+  s.mean = std::accumulate(ms.begin(), ms.end(), 0.0) / n;
+  double sq = 0;
+  for (double v : ms) sq += (v - s.mean) * (v - s.mean);
+  s.std = std::sqrt(sq / n);  // population std (numpy ddof=0), as in the reference's probes
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  s.min = sorted.front();
+  s.max = sorted.back();
+  size_t mid = sorted.size() / 2;
+  s.median = sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return s;
+}
+
+TimingStats TimingStats::Rounded() const {
+  return {RoundSignificant(mean), RoundSignificant(std), RoundSignificant(min),
+          RoundSignificant(max),  RoundSignificant(median), num_trials};
+}
+
+Json TimingStats::ToReferenceJson() const {
+  TimingStats r = Rounded();
+  Json j = Json::object();
+  j["mean"] = r.mean;
+  j["std"] = r.std;
+  j["min"] = r.min;
+  j["max"] = r.max;
+  j["median"] = r.median;
+  j["speedup"] = -1;
+  j["ref_speed"] = -1;
+  j["num_trials"] = r.num_trials;
+  return j;
+}
+
+double GeometricMean(const std::vector<double>& values) {
+  std::vector<double> pos;
+  for (double v : values) {
+    if (std::isfinite(v) && v > 0) pos.push_back(v);
+  }
+  if (pos.empty()) return -1;
+  if (pos.size() == 1) return pos.front();
+  double sum_log = 0;
+  for (double v : pos) sum_log += std::log(v);
+  return Sanitize(std::exp(sum_log / static_cast<double>(pos.size())));
+}
+
+Json EvalResult::ToReferenceJson() const {
+  Json j = Json::object();
+  j["compiled"] = compiled;
+  j["correctness"] = correctness;
+  j["metadata"] = metadata;
+  j["runtime"] = Sanitize(runtime);
+  j["runtime_stats"] = runtime_stats;
+  j["runtime_improvement"] = Sanitize(runtime_improvement);
+  j["improve_over_compile"] = Sanitize(improve_over_compile);
+  j["perf_score"] = perf_score;
+  j["profiler_data"] = profiler_data;
+  j["template_results"] = template_results;
+  return j;
+}
+
+Json EvalResult::ToJson() const {
+  Json j = ToReferenceJson();
+  j["eval_log"] = eval_log;
+  j["status"] = std::string(EvalStatusName(status));
+  j["status_detail"] = status_detail;
+  j["reference_status"] = std::string(ReferenceStatus());
+  Json rows = Json::array();
+  for (const BenchmarkRow& b : benchmarks) {
+    rows.push_back({{"arch", b.arch},
+                    {"name", b.name},
+                    {"reference_mean_ms", Sanitize(b.reference_mean_ms)},
+                    {"candidate_mean_ms", Sanitize(b.candidate_mean_ms)},
+                    {"speedup", Sanitize(b.speedup)},
+                    {"num_trials", b.num_trials}});
+  }
+  j["benchmarks"] = std::move(rows);
+  return j;
+}
+
+EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<TestResult>& reference,
+                             const ConvertOptions& options) {
+  using scoring_internal::CapMiddle;
+  EvalResult r;
+  r.compiled = true;
+  r.metadata["eval_worker_info"] = candidate.worker_info ? *candidate.worker_info : Json(nullptr);
+
+  // The reference raises "Reference test failed, cannot proceed…" (an evaluation error, perf 0).
+  if (reference && reference->correctness_result && reference->correctness_result->returncode != 0) {
+    const ProcessResult& ref = *reference->correctness_result;
+    r.eval_log = "Reference test failed, cannot proceed with the evaluation.\n" +
+                 PostprocessPytestOutput(ref.stdout_text + "\n" + ref.stderr_text, options.log_cap_chars) + "\n";
+    Classification c = ClassifyCorrectness(ref);
+    SetStatus(r, EvalStatus::kReferenceFailed, "reference: " + std::string(EvalStatusName(c.status)) +
+                                                   (c.detail.empty() ? "" : " (" + c.detail + ")"));
+    return r;
+  }
+
+  if (!candidate.correctness_result) {
+    r.eval_log = "No test results found for " + options.variant + " task.\n";
+    SetStatus(r, EvalStatus::kNoTestResult, "no correctness result for variant " + options.variant);
+    return r;
+  }
+  const ProcessResult& corr = *candidate.correctness_result;
+  r.eval_log = "\nTest result on platform " + GpuName(candidate.worker_info) + ":\n" +
+               PostprocessPytestOutput(corr.stdout_text + "\n" + corr.stderr_text, options.log_cap_chars) +
+               "\n";
+  if (corr.message && !corr.message->empty()) r.eval_log += *corr.message + "\n";
+
+  Classification c = ClassifyCorrectness(corr, options.correctness_stop);
+  if (!IsCorrectFamily(c.status)) {
+    SetStatus(r, c.status, c.detail);
+    return r;
+  }
+  r.correctness = true;
+  r.eval_log += "The kernel compiles and is correct, great job!\n";
+
+  // --- candidate timings ---
+  std::vector<std::string> problems;  // non-empty -> kNoMeasurement
+  std::vector<Bench> benches;
+  const std::optional<ProcessResult>& perf = candidate.performance_result;
+  bool none_reported = false;  // the reference's single "timed_out_test" benchmark
+  if (auto runtimes = ExtractRuntimes(perf)) {
+    benches = std::move(*runtimes);
+  } else {
+    none_reported = true;
+    r.eval_log += "\nNo runtime measurement found for " + options.variant + ". Setting runtime to high value.\n";
+    benches.push_back({"timed_out_test", {}, "no runtimes were reported"});
+    problems.push_back("no runtimes were reported");
+  }
+  if (perf && perf->returncode != 0) {
+    const std::string msg = perf->message.value_or("");
+    bool timeout = (options.performance_stop && (*options.performance_stop == StopReason::kWallTimeout ||
+                                                 *options.performance_stop == StopReason::kInactivity)) ||
+                   msg.find("timed out") != std::string::npos || msg.find("inactivity") != std::string::npos;
+    r.eval_log += timeout ? std::string("There was a timeout error during benchmarking.\n")
+                          : "There was an error during benchmarking (exit code " +
+                                std::to_string(perf->returncode) + ").\n";
+    std::string out = CapMiddle(CollapseTensorDumps(perf->stdout_text + "\n" + perf->stderr_text),
+                                options.log_cap_chars);
+    r.eval_log += out;
+    if (out.empty() || out.back() != '\n') r.eval_log += "\n";
+    problems.push_back(timeout ? "the performance run timed out"
+                               : "the performance run failed with exit code " + std::to_string(perf->returncode));
+  }
+
+  std::vector<double> cand_mean(benches.size(), -1);
+  double sum_means = 0;
+  for (size_t i = 0; i < benches.size(); ++i) {
+    const Bench& b = benches[i];
+    BenchmarkRow row;
+    row.name = b.name;
+    if (!b.Valid()) {
+      // B18: the reference crashed on an empty list; we record the reference's "high value".
+      r.runtime_stats[b.name] = MissingStatsJson(none_reported ? 1 : 0);
+      if (!none_reported) {
+        r.eval_log += "\nNo runtime measurement found for " + options.variant + " benchmark " + b.name +
+                      ". Setting runtime to high value.\n";
+        problems.push_back(b.name + ": " + b.problem);
+      }
+    } else {
+      TimingStats s = ComputeTimingStats(b.samples);
+      r.runtime_stats[b.name] = s.ToReferenceJson();
+      cand_mean[i] = s.mean;
+      row.candidate_mean_ms = s.mean;
+      row.num_trials = s.num_trials;
+      if (!(s.mean > 0)) problems.push_back(b.name + ": a mean of 0 ms is not a valid time");
+    }
+    sum_means += r.runtime_stats[b.name]["mean"].get<double>();
+    r.benchmarks.push_back(std::move(row));
+  }
+  // runtime = mean of the (rounded) benchmark means, like the reference.
+  r.runtime = sum_means / static_cast<double>(benches.size());
+
+  auto finish = [&](EvalStatus ok_status, std::string detail) {
+    if (!problems.empty()) {
+      SetStatus(r, EvalStatus::kNoMeasurement, JoinNames(problems));
+    } else {
+      SetStatus(r, ok_status, std::move(detail));
+    }
+    return r;
+  };
+  if (!reference) return finish(EvalStatus::kNoReference, "no reference run to compare with");
+
+  // --- speedups against the reference ---
+  auto ref_runtimes = ExtractRuntimes(reference->performance_result);
+  if (!ref_runtimes) {
+    for (auto& [name, stats] : r.runtime_stats.items()) stats["speedup"] = kInvalidSpeedup;
+    r.runtime_improvement = kInvalidSpeedup;  // the reference's value, set directly (no geometric mean)
+    return finish(EvalStatus::kNoReference, "the reference run reported no runtimes");
+  }
+  std::vector<double> speedups;
+  std::vector<std::string> unmatched;
+  for (size_t i = 0; i < benches.size(); ++i) {
+    const std::string& name = benches[i].name;
+    Json& stats = r.runtime_stats[name];
+    BenchmarkRow& row = r.benchmarks[i];
+    double ref_mean = -1;
+    for (const Bench& rb : *ref_runtimes) {
+      if (rb.name == name && rb.Valid()) ref_mean = ComputeTimingStats(rb.samples).mean;
+    }
+    double speedup = kInvalidSpeedup;
+    if (ref_mean > 0) row.reference_mean_ms = ref_mean;
+    // B16: both means unrounded; no division by a zero, missing or invalid mean.
+    if (ref_mean > 0 && cand_mean[i] > 0) {
+      speedup = ref_mean / cand_mean[i];
+      if (!std::isfinite(speedup) || !(speedup > 0)) speedup = kInvalidSpeedup;
+    }
+    if (speedup != kInvalidSpeedup) {
+      stats["ref_speed"] = RoundSignificant(ref_mean);
+      row.speedup = speedup;
+    } else if (benches[i].Valid() && cand_mean[i] > 0) {
+      unmatched.push_back(name);
+    }
+    stats["speedup"] = speedup;
+    speedups.push_back(speedup);
+  }
+  // The reference's geometric mean includes the sentinels (e.g. 4.5e-05 for 2.03 and 9.999e-10).
+  r.runtime_improvement = GeometricMean(speedups);
+  const size_t matched = static_cast<size_t>(
+      std::count_if(r.benchmarks.begin(), r.benchmarks.end(), [](const BenchmarkRow& b) { return b.speedup > 0; }));
+  if (matched == 0) return finish(EvalStatus::kNoReference, "no benchmark has a reference timing");
+  return finish(EvalStatus::kCorrect,
+                unmatched.empty() ? "" : "no reference timing for: " + JoinNames(unmatched));
+}
+
+EvalResult ReferenceOnlyResult(const TestResult& reference, const ConvertOptions& options) {
+  ConvertOptions o = options;
+  o.variant = "reference";
+  EvalResult r = ConvertTestResult(reference, std::nullopt, o);
+  if (r.status == EvalStatus::kNoReference) {
+    SetStatus(r, EvalStatus::kReferenceOnly, "only the reference was tested");
+  } else if (!IsCorrectFamily(r.status) && r.status != EvalStatus::kNotEvaluated) {
+    SetStatus(r, EvalStatus::kReferenceFailed,
+              "reference: " + std::string(EvalStatusName(r.status)) +
+                  (r.status_detail.empty() ? "" : " (" + r.status_detail + ")"));
+  }
+  return r;
+}
+
+EvalResult CombineArchResults(const std::vector<std::pair<std::string, EvalResult>>& per_arch) {
+  if (per_arch.empty()) throw Error(ErrorKind::kInvalidArgument, "no per-arch results to combine");
+  EvalResult r;
+  r.compiled = true;
+  r.correctness = true;
+  const EvalResult* worst = nullptr;
+  std::string worst_arch;
+  for (const auto& [arch, res] : per_arch) {
+    r.metadata[arch] = res.metadata;
+    r.eval_log += res.eval_log;
+    r.compiled = r.compiled && res.compiled;
+    r.correctness = r.correctness && res.correctness;
+    if (!worst || res.perf_score < worst->perf_score) {
+      worst = &res;
+      worst_arch = arch;
+    }
+    for (BenchmarkRow row : res.benchmarks) {
+      row.arch = arch;
+      r.benchmarks.push_back(std::move(row));
+    }
+  }
+  if (!r.compiled || !r.correctness || worst->perf_score != 5) {
+    // The minimum perf_score wins (a not-compiled arch gives 1, an incorrect one its own score).
+    SetStatus(r, worst->status, worst_arch + ": " + worst->status_detail);
+    r.perf_score = worst->perf_score;
+    r.correctness = false;
+    return r;
+  }
+  double sum_runtime = 0;
+  std::vector<double> speedups;
+  std::vector<std::string> details;
+  EvalStatus status = EvalStatus::kCorrect;
+  int with_templates = 0;
+  for (const auto& [arch, res] : per_arch) {
+    sum_runtime += res.runtime;
+    r.runtime_stats[arch] = res.runtime_stats;
+    for (const auto& [name, stats] : res.runtime_stats.items()) {
+      auto it = stats.find("speedup");
+      if (it != stats.end() && it->is_number()) speedups.push_back(it->get<double>());
+    }
+    if (!res.status_detail.empty()) details.push_back(arch + ": " + res.status_detail);
+    if (res.status == EvalStatus::kNoMeasurement) status = EvalStatus::kNoMeasurement;
+    if (res.status == EvalStatus::kReferenceOnly && status == EvalStatus::kCorrect) status = res.status;
+    if (!res.template_results.empty()) ++with_templates;
+  }
+  r.runtime = sum_runtime / static_cast<double>(per_arch.size());
+  // Only positive speedups: the reference's geometric mean of -1 values was NaN.
+  r.runtime_improvement = GeometricMean(speedups);
+  if (r.runtime_improvement == -1 && status == EvalStatus::kCorrect) status = EvalStatus::kNoReference;
+  SetStatus(r, status, JoinNames(details));
+  r.profiler_data = per_arch.front().second.profiler_data;
+  if (per_arch.size() == 1) {
+    r.template_results = per_arch.front().second.template_results;
+  } else if (with_templates > 0) {
+    for (const auto& [arch, res] : per_arch) {
+      if (!res.template_results.empty()) r.template_results[arch] = res.template_results;
+    }
+  }
+  return r;
+}
+
+std::string PythonRepr(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null: return "None";
+    case Json::value_t::boolean: return value.get<bool>() ? "True" : "False";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+    case Json::value_t::number_float: return value.dump();
+    case Json::value_t::string: {
+      const std::string s = value.get<std::string>();
+      const char quote = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
+      std::string out(1, quote);
+      for (char ch : s) {
+        auto u = static_cast<unsigned char>(ch);
+        if (ch == '\\' || ch == quote) {
+          out += '\\';
+          out += ch;
+        } else if (ch == '\n') {
+          out += "\\n";
+        } else if (ch == '\t') {
+          out += "\\t";
+        } else if (ch == '\r') {
+          out += "\\r";
+        } else if (u < 0x20 || u == 0x7F) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", u);
+          out += buf;
+        } else {
+          out += ch;
+        }
+      }
+      return out + quote;
+    }
+    case Json::value_t::array: {
+      std::string out = "[";
+      for (size_t i = 0; i < value.size(); ++i) out += (i ? ", " : "") + PythonRepr(value[i]);
+      return out + "]";
+    }
+    case Json::value_t::object: {
+      std::string out = "{";
+      bool first = true;
+      for (const auto& [k, v] : value.items()) {
+        out += (first ? "" : ", ") + PythonRepr(Json(k)) + ": " + PythonRepr(v);
+        first = false;
+      }
+      return out + "}";
+    }
+    default: return value.dump();
+  }
+}
+
+EvalResult CombineTemplateResults(const std::vector<TemplateVariant>& variants) {
+  if (variants.empty()) throw Error(ErrorKind::kInvalidArgument, "no template variants to combine");
+  if (variants.size() == 1) return variants.front().result;
+  size_t best = variants.size();
+  double best_score = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < variants.size(); ++i) {
+    if (variants[i].result.perf_score < 0) continue;
+    double score = ComputePerformanceScore(variants[i].result);
+    if (best == variants.size() || score > best_score) {
+      best = i;
+      best_score = score;
+    }
+  }
+  EvalResult r = variants[best == variants.size() ? 0 : best].result;
+  if (best < variants.size()) r.metadata["template_parameters"] = variants[best].params;
+  r.template_results = Json::object();
+  r.eval_log.clear();
+  for (const TemplateVariant& v : variants) {
+    Json j = v.result.ToReferenceJson();
+    j.erase("runtime_improvement");
+    j.erase("improve_over_compile");
+    j.erase("metadata");
+    j.erase("template_results");
+    // B21: typed parameters, so the key is "[16, 32]" (the reference derived "['16', '32']" from the key).
+    r.template_results[PythonRepr(v.params)] = std::move(j);
+    r.eval_log += "\nTemplate parameters " + PythonRepr(v.params) + " (" + v.key + "):\n" + v.result.eval_log;
+  }
+  return r;
+}
+
+double ComputePerformanceScore(const EvalResult& result) {
+  if (result.perf_score == -1) {
+    throw Error(ErrorKind::kInvalidArgument, "perf_score is still -1, program must be evaluated first");
+  }
+  double score = result.perf_score;
+  if (result.runtime_improvement > 0) {
+    score += result.runtime_improvement;
+  } else if (result.runtime_improvement == -1 && result.correctness && result.runtime > 0) {
+    score += 1.0 / result.runtime;
+  }
+  return Sanitize(score);
+}
+
+EvalResult ExtractionFailureResult(const ProcessResult& extract) {
+  EvalResult r;
+  r.eval_log = extract.stderr_text + "\n";
+  SetStatus(r, EvalStatus::kExtractionFailed,
+            extract.message && !extract.message->empty() ? *extract.message : "the code could not be extracted");
+  return r;
+}
+
+EvalResult BuildFailureResult(const ProcessResult& build, std::optional<StopReason> reason,
+                              std::string_view project_dir) {
+  EvalResult r;
+  const std::string msg = build.message.value_or("");
+  bool timeout = reason ? (*reason == StopReason::kWallTimeout || *reason == StopReason::kInactivity ||
+                           *reason == StopReason::kCpuLimit)
+                        : (msg.find("timed out") != std::string::npos || msg.find("inactivity") != std::string::npos);
+  std::string detail = timeout ? "the build timed out" : "the build failed with exit code " +
+                                                             std::to_string(build.returncode);
+  if (!msg.empty()) detail += ": " + msg;
+  r.eval_log = (timeout ? "The build timed out" : "The code failed to compile") +
+               (msg.empty() ? std::string() : " (" + msg + ")") + ":\n" +
+               PostprocessCompilerOutput(build.stdout_text + "\n" + build.stderr_text, project_dir);
+  SetStatus(r, timeout ? EvalStatus::kBuildTimeout : EvalStatus::kBuildError, std::move(detail));
+  return r;
+}
+
+}  // namespace kf

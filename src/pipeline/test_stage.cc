@@ -1,0 +1,141 @@
+// Test stage (reference spec §4.4): variants (template instantiations, reference), one tree per arch with the
+// build artifacts overlaid, every variant through the harness, per-arch results merged.
+#include <cmath>
+#include <cstdlib>
+#include <regex>
+
+#include "kernelfoundry/blocks.hpp"
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/worker_info.hpp"
+
+namespace kf {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Strip(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// One template argument typed as the reference does: float() parse -> int when the raw text has no '.',
+// else float; true/false -> bool; anything else the stripped string.
+Json TypeTemplateArgument(const std::string& raw) {
+  std::string text = Strip(raw);
+  if (!text.empty()) {
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() + text.size() && std::isfinite(v)) {
+      if (raw.find('.') == std::string::npos && std::fabs(v) < 9.2e18) return static_cast<int64_t>(v);
+      return v;
+    }
+  }
+  std::string lower = text;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "true") return true;
+  if (lower == "false") return false;
+  return text;
+}
+
+}  // namespace
+
+std::vector<Json> FindTemplateParameters(std::string_view code) {
+  std::vector<Json> out;
+  if (code.find("forward_templated") == std::string_view::npos) return out;
+  static const std::regex kPattern(R"(forward_templated<([^>]*)>)");
+  std::string text(code);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kPattern); it != std::sregex_iterator(); ++it) {
+    Json params = Json::array();
+    std::string args = (*it)[1];
+    size_t start = 0;
+    while (true) {
+      size_t comma = args.find(',', start);
+      params.push_back(TypeTemplateArgument(args.substr(start, comma == std::string::npos ? std::string::npos
+                                                                                          : comma - start)));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    bool seen = false;
+    for (const Json& p : out) seen = seen || p == params;
+    if (!seen) out.push_back(std::move(params));
+  }
+  return out;
+}
+
+std::string TemplateVariantKey(const Json& params) {
+  std::string key = "custom";
+  for (const Json& v : params) key += "_" + (v.is_string() ? v.get<std::string>() : PythonRepr(v));
+  return key;
+}
+
+std::vector<TestVariant> MakeTestVariants(const Task& task, bool candidate, bool reference) {
+  std::vector<TestVariant> out;
+  if (candidate) {
+    std::string code;
+    if (auto it = task.blocks.find("EVOLVE"); it != task.blocks.end()) code = BlocksToStr(it->second);
+    std::vector<Json> params = FindTemplateParameters(code);
+    if (params.empty()) {
+      out.push_back(TestVariant{"custom", false, std::nullopt});
+    } else {
+      for (Json& p : params) {
+        std::string key = TemplateVariantKey(p);
+        out.push_back(TestVariant{key, false, std::move(p)});
+      }
+    }
+  }
+  if (reference) out.push_back(TestVariant{"reference", true, std::nullopt});
+  return out;
+}
+
+TestStageResult RunTestStage(const Harness& harness, const Task& task, const std::vector<TestVariant>& variants,
+                             const std::vector<std::string>& archs, const EvaluateOptions& options) {
+  TestStageResult out;
+  const HarnessLimits limits = HarnessLimits::FromConfig(task.config);
+  Json runtime_params = nullptr;
+  if (task.hyperparameters.is_object() && task.hyperparameters.contains("runtime")) {
+    runtime_params = task.hyperparameters["runtime"];
+  }
+  for (const std::string& arch : archs) {
+    WorkDir dir(options.work_root, "kf_test_", options.keep_workdir);
+    if (options.keep_workdir) out.kept_dirs.push_back(dir.path());
+    const fs::path task_dir = dir.path() / "task_data";
+    task.task_data.ToDisk(task_dir);
+    // The candidate's artifacts, then the reference's, on the same tree (the reference's order).
+    if (task.build_result && task.build_result->artifacts) task.build_result->artifacts->ToDisk(task_dir);
+    if (task.build_result_reference && task.build_result_reference->artifacts) {
+      task.build_result_reference->artifacts->ToDisk(task_dir);
+    }
+    std::vector<std::pair<std::string, VariantRun>> runs;
+    for (const TestVariant& variant : variants) {
+      TestRequest req;
+      req.variant = variant;
+      req.work_dir = dir.path();
+      req.task_dir = task_dir;
+      req.gpu_arch = arch;
+      req.runtime_params = runtime_params;
+      req.limits = limits;
+      req.env = {{"KF_CACHE_DIR", std::filesystem::absolute(DefaultCacheDir()).string()}};
+      req.progress = options.progress;
+      req.on_line = options.on_output_line;
+      VariantRun run = harness.Test(req);
+      run.result.worker_info = GetWorkerInfo();
+      runs.emplace_back(variant.key, std::move(run));
+    }
+    out.per_arch.emplace_back(arch, std::move(runs));
+  }
+  for (const TestVariant& variant : variants) {
+    std::vector<std::pair<std::string, TestResult>> per_arch;
+    for (const auto& [arch, runs] : out.per_arch) {
+      for (const auto& [key, run] : runs) {
+        if (key == variant.key) per_arch.emplace_back(arch, run.result);
+      }
+    }
+    out.merged.emplace_back(variant.key, TestResult::Merge(per_arch));
+  }
+  return out;
+}
+
+}  // namespace kf

@@ -1,0 +1,174 @@
+// worker_info (reference spec §4.13): machine facts and tool versions, gathered once per process. Version
+// probes run in parallel under kf::RunProcess with short timeouts; an absent tool gives "".
+#include "kernelfoundry/worker_info.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/process.hpp"
+
+namespace kf {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The executable's path when `name` is found on PATH (or is an existing absolute path), else "".
+std::string FindExecutable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::stringstream ss(dirs);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) continue;
+    fs::path candidate = fs::path(dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+// Runs a probe; returns its stdout+stderr when it exited 0, else "". Never throws.
+std::string Probe(std::vector<std::string> argv, std::map<std::string, std::string> env = {}) {
+  try {
+    std::string exe = FindExecutable(argv[0]);
+    if (exe.empty()) return "";
+    argv[0] = exe;
+    ProcessOptions o;
+    o.argv = std::move(argv);
+    o.env_add = std::move(env);
+    o.wall_timeout = kProbeTimeout;
+    o.kill_grace = std::chrono::milliseconds{500};
+    o.output_cap_bytes = 64 << 10;
+    ProcessRun run = RunProcess(o);
+    if (run.reason != TerminationReason::kExited || run.result.returncode != 0) return "";
+    return run.result.stdout_text + run.result.stderr_text;
+  } catch (...) {
+    return "";
+  }
+}
+
+std::string Trim(std::string s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) return Trim(line.substr(colon + 1));
+    }
+  }
+  return "";
+}
+
+int64_t MemTotalKb() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "MemTotal:") return value;
+    std::string rest;
+    std::getline(in, rest);
+  }
+  return 0;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+}  // namespace
+
+std::string ParseToolVersion(const std::string& text) {
+  static const std::regex kNvcc(R"(release [0-9.]+, V([0-9][0-9.]*))");
+  std::smatch m;
+  if (std::regex_search(text, m, kNvcc)) return m[1];
+  std::string first = text.substr(0, text.find('\n'));
+  static const std::regex kFull(R"(^v?([0-9]+(\.[0-9]+)+)$)");
+  std::stringstream ss(first);
+  std::string token, last_full;
+  while (ss >> token) {
+    if (std::regex_match(token, m, kFull)) last_full = m[1];
+  }
+  if (!last_full.empty()) return last_full;
+  static const std::regex kAny(R"(([0-9]+\.[0-9]+(\.[0-9]+)*))");
+  if (std::regex_search(first, m, kAny)) return m[1];
+  return "";
+}
+
+Json GatherWorkerInfo() {
+  auto async = [](auto fn) { return std::async(std::launch::async, fn); };
+  auto nvcc = async([] { return ParseToolVersion(Probe({"nvcc", "--version"})); });
+  auto icpx = async([] { return ParseToolVersion(Probe({"icpx", "--version"})); });
+  auto gxx = async([] { return ParseToolVersion(Probe({"g++", "--version"})); });
+  auto clang = async([] { return ParseToolVersion(Probe({"clang", "--version"})); });
+  auto python = async([] { return ParseToolVersion(Probe({TaskPython(), "--version"})); });
+  // Package metadata only: importing torch itself would take seconds.
+  auto torch = async([] {
+    return Trim(Probe({TaskPython(), "-c",
+                       "import importlib.metadata as m\ntry:\n print(m.version('torch'))\nexcept Exception:\n pass"}));
+  });
+  auto gpu = async([] {
+    return Probe({"nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"});
+  });
+
+  std::string gpu_name, caps;
+  {
+    std::stringstream ss(gpu.get());
+    std::string line;
+    while (std::getline(ss, line)) {
+      line = Trim(line);
+      if (line.empty()) continue;
+      size_t comma = line.rfind(',');
+      std::string name = Trim(comma == std::string::npos ? line : line.substr(0, comma));
+      std::string cap = comma == std::string::npos ? "" : Trim(line.substr(comma + 1));
+      if (gpu_name.empty()) gpu_name = name;
+      if (!cap.empty()) caps += (caps.empty() ? "" : " ") + cap;
+    }
+  }
+
+  Json info = Json::object();
+  info["nvcc_version"] = nvcc.get();
+  info["icpx_version"] = icpx.get();
+  info["ocl_driver_version"] = "";
+  info["neo_revision"] = "";
+  info["igc_revision"] = "";
+  info["cpu_info"] = CpuModel();
+  info["total_system_memory_kb"] = MemTotalKb();
+  info["device_id"] = "";
+  info["gpu_name"] = gpu_name;
+  info["nvidia_compute_capabilities"] = caps;
+  info["git_commit_hash"] = "";
+  info["torch_version"] = torch.get();
+  info["hostname"] = HostName();
+  info["gxx_version"] = gxx.get();
+  info["clang_version"] = clang.get();
+  info["python_version"] = python.get();
+  info["kf_version"] = KF_VERSION;
+  return info;
+}
+
+const Json& GetWorkerInfo() {
+  static std::once_flag once;
+  static Json info;
+  std::call_once(once, [] { info = GatherWorkerInfo(); });
+  return info;
+}
+
+}  // namespace kf

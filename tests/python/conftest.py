@@ -1,0 +1,85 @@
+"""Helpers for the task-side package tests. Run: PYTHONPATH=python /usr/bin/python3 -m pytest tests/python
+
+Torch extensions are cached under ``$KF_CACHE_DIR`` (default here: ``<repo>/.cache/kernelfoundry-tests``),
+so only the first run compiles relu_cpu's kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON_DIR = REPO / "python"
+SHARED = Path(os.environ.get("KF_SHARED_DIR") or REPO.parent / "shared").resolve()
+FIXTURES = SHARED / "fixtures" / "tasks"
+GOLDEN = SHARED / "fixtures" / "golden"
+CACHE_DIR = Path(os.environ.get("KF_CACHE_DIR") or REPO / ".cache" / "kernelfoundry-tests")
+#: Short measurement loops for tests that only need some samples (explicit task options still win).
+FAST_MEASURE = json.dumps({"warmup_min_time": 0.02, "perf_trials_min_time": 0.05, "inner_loop_min_time": 0.001})
+
+if str(PYTHON_DIR) not in sys.path:
+    sys.path.insert(0, str(PYTHON_DIR))
+
+
+def pytest_configure(config):
+    if not list((PYTHON_DIR / "kernelfoundry").glob("_measure*.so")):
+        raise pytest.UsageError("kernelfoundry._measure is not built: run `ninja -C <build dir> _measure` first")
+
+
+def golden(name: str):
+    return json.loads((GOLDEN / f"{name}.json").read_text())
+
+
+def copy_fixture(name: str, dest_parent: Path) -> Path:
+    """A writable copy of shared/fixtures/tasks/<name> (the originals are read-only)."""
+    dest = dest_parent / name
+    shutil.copytree(FIXTURES / name, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    for root, dirs, files in os.walk(dest):
+        for n in dirs + files:
+            p = Path(root) / n
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    dest.chmod(dest.stat().st_mode | stat.S_IWUSR)
+    return dest
+
+
+def task_env(**extra: str) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(PYTHON_DIR) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["KF_CACHE_DIR"] = str(CACHE_DIR)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    for key in ("KERNELFOUNDRY_PROFILER", "UNITRACE_VERSION", "NV_NSIGHT_INJECTION_PORT_BASE",
+                "KERNELFOUNDRY_MEASURE_OPTIONS"):
+        env.pop(key, None)
+    env.update(extra)
+    return env
+
+
+def run_py(args: list, cwd: Path, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
+    """Runs /usr/bin/python3 (this interpreter) with args in cwd; text output, never raises on failure."""
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, env=task_env(**env), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def collect_json(stdout: str) -> dict:
+    lines = [line for line in stdout.splitlines() if line.startswith("KF_COLLECT_JSON:")]
+    assert len(lines) == 1, stdout
+    return json.loads(lines[0][len("KF_COLLECT_JSON:"):])
+
+
+def write_task(dest: Path, task_py: str, files: dict | None = None) -> Path:
+    """A minimal reference-format task directory with the given task.py (and extra {relative path: text})."""
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "conftest.py").write_text("from kernelfoundry.conftest import *\n")
+    (dest / "task.py").write_text(task_py)
+    for name, text in (files or {}).items():
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / name).write_text(text)
+    return dest
