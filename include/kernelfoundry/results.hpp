@@ -75,6 +75,15 @@ struct TestResult {
   std::vector<std::pair<std::string, ProcessResult>> trace_results;  ///< ordered by insertion
   std::optional<std::vector<std::pair<std::string, TestResult>>> results_per_gpu;
 
+  // Special members are defined out of line (results.cc): the type is recursive through results_per_gpu, and
+  // clang + libstdc++ cannot instantiate the implicit ones while TestResult is still incomplete.
+  TestResult();
+  TestResult(const TestResult&);
+  TestResult(TestResult&&) noexcept;
+  TestResult& operator=(const TestResult&);
+  TestResult& operator=(TestResult&&) noexcept;
+  ~TestResult();
+
   /// Merges per-arch results (spec §3.3): one entry -> itself; otherwise (zero included) worker_info =
   /// {arch: info} for non-null infos, correctness/performance = ProcessResult::Merge of the archs that
   /// have one (B9 fixed there), trace keys "<name>_<arch>" (arch-major order), results_per_gpu = input.
@@ -86,7 +95,7 @@ struct TestResult {
   /// null -> nullopt; keeps results_per_gpu (B10 fixed). Missing keys count as null/empty; unknown keys
   /// are ignored. Throws kf::Error(kParse) on wrong types (field names the JSON path).
   static std::optional<TestResult> Decode(const Json& j);
-  /// Field-wise equality (defined out of line: the type is recursive, and clang cannot default it here).
+  /// Field-wise equality (out of line for the same reason).
   bool operator==(const TestResult& other) const;
 };
 

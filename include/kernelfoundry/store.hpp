@@ -48,10 +48,10 @@ bool IsTerminal(JobStatus status);
 
 /// Fields to change in a job. Unset fields are left as they are.
 struct JobUpdate {
-  std::optional<JobStatus> status;
-  std::optional<double> progress;      ///< fraction done; clamped to [0, 1]; NaN is rejected
-  std::optional<std::string> task_id;  ///< the tasks.id hash, at most 64 characters
-  std::optional<Json> config;          ///< replaces jobs.config
+  std::optional<JobStatus> status{};
+  std::optional<double> progress{};    ///< fraction done; clamped to [0, 1]; NaN is rejected
+  std::optional<std::string> task_id{};  ///< the tasks.id hash, at most 64 characters
+  std::optional<Json> config{};        ///< replaces jobs.config
   bool started = false;                ///< sets started_at to now when it is empty
 };
 
@@ -64,21 +64,21 @@ enum class JobUpdateOutcome {
 /// One row for `job_logs`. Empty optionals are stored as NULL.
 struct JobLog {
   int64_t job_id = 0;
-  std::optional<std::string> hostname;
-  std::optional<std::string> kernel_uuid;
-  std::optional<std::string> agent_session_id;  ///< at most 64 characters
+  std::optional<std::string> hostname{};
+  std::optional<std::string> kernel_uuid{};
+  std::optional<std::string> agent_session_id{};  ///< at most 64 characters
   std::string level = "INFO";                   ///< at most 16 characters (INFO, DEBUG, WARNING, RAW, …)
-  std::string message;
+  std::string message{};
   Json extra = nullptr;     ///< any JSON value; null = NULL
-  std::string timestamp;    ///< "YYYY-MM-DD HH:MM:SS.ffffff" UTC; empty = now
+  std::string timestamp{};  ///< "YYYY-MM-DD HH:MM:SS.ffffff" UTC; empty = now
 };
 
 /// Filter for ListKernels. All set filters must match.
 struct KernelQuery {
-  std::optional<std::string> task_name;
-  std::optional<int64_t> job_id;
+  std::optional<std::string> task_name{};
+  std::optional<int64_t> job_id{};
   int64_t last_n = 0;                ///< only the newest N rows (by id); 0 = all
-  std::vector<std::string> columns;  ///< kernels columns to return, in this order; empty = all
+  std::vector<std::string> columns{};  ///< kernels columns to return, in this order; empty = all
 };
 
 /// The kernels profiler columns made from an EvalResult.profiler_data object (spec §5.6). Each is null

@@ -2,7 +2,7 @@
 // stops at the first): task.py, conftest.py, at least one correctness and one performance test (collected
 // with pytest), an EVOLVE block, task_name and job_name in the config.
 //
-//   kf validate TASK [--json]
+//   kf validate TASK [--json] [--run [--gpu-arch A] [--db PATH] [--no-store] [--keep-workdir]]
 // Exit 0 when valid, 3 when invalid (problems on stdout), other codes for unreadable input.
 //
 // Hook for `--run` (evaluate the task's own EVOLVE block end to end): add the flag below and, after
@@ -15,6 +15,7 @@
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/load_task.hpp"
+#include "cli/run_common.hpp"
 
 namespace kf::cli {
 namespace {
@@ -22,6 +23,8 @@ namespace {
 struct ValidateOptions {
   std::string task;
   bool json = false;
+  bool run = false;           // --run: also build and test the reference (RunReferenceCheck, run_common.hpp)
+  ValidateRunOptions run_options;
 };
 
 int RunValidate(const ValidateOptions& o) {
@@ -40,7 +43,9 @@ int RunValidate(const ValidateOptions& o) {
     std::printf("%s: invalid, %zu problem(s):\n", o.task.c_str(), problems.size());
     for (const std::string& p : problems) std::printf("  - %s\n", p.c_str());
   }
-  return problems.empty() ? kExitOk : kExitBadInput;
+  if (!problems.empty()) return kExitBadInput;
+  if (o.run) return RunReferenceCheck(task, o.run_options);
+  return kExitOk;
 }
 
 }  // namespace
@@ -51,6 +56,11 @@ KF_REGISTER_COMMAND("validate", [](CLI::App& app, int* exit_code) {
   cmd->add_option("TASK", o->task, "Task package (directory or archive) or encoded task (.json, - for stdin)")
       ->required();
   cmd->add_flag("--json", o->json, "Print {\"task\", \"valid\", \"problems\"} as JSON");
+  cmd->add_flag("--run", o->run, "Also build and test the reference (--ref) and report pass/fail (exit 1 on fail)");
+  cmd->add_option("--gpu-arch", o->run_options.gpu_arch, "With --run: override config gpu_arch");
+  cmd->add_option("--db", o->run_options.db, "With --run: results database (default $KF_DB, else runs/kernels.sqlite3)");
+  cmd->add_flag("--no-store", [o](int64_t) { o->run_options.store = false; }, "With --run: do not write to the database");
+  cmd->add_flag("--keep-workdir", o->run_options.keep_workdir, "With --run: keep the work directories");
   cmd->callback([o, exit_code]() { *exit_code = RunValidate(*o); });
 });
 

@@ -224,9 +224,20 @@ MemoryFileMap ReadAll(archive* a, const std::string& source, const FileMapLimits
     }
     std::string data;
     ReadMemberData(a, source, name, limits, declared, total, data);
+    const bool is_zip = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ZIP;
+    if (declared >= 0 && data.size() < static_cast<uint64_t>(declared)) {
+      if (is_zip) {
+        throw Error(ErrorKind::kParse,
+                    "member has " + std::to_string(data.size()) + " bytes but its header declares " +
+                        std::to_string(declared),
+                    source, name);
+      }
+      total += static_cast<uint64_t>(declared) - data.size();
+      data.resize(static_cast<size_t>(declared));  // tar: a sparse file's trailing hole
+    }
     FileMeta meta;
     const uint32_t perm = static_cast<uint32_t>(archive_entry_perm(entry)) & 0777u;
-    if ((archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ZIP) {
+    if (is_zip) {
       // Reference from_zip: mode = (external_attr >> 16) & 0777, recorded only when non-zero.
       if (!zip_modes) zip_modes = ZipCentralModes(read_at, size);
       auto it = zip_modes->find(name);
@@ -316,6 +327,9 @@ std::string MemoryFileMap::ToArchive(ArchiveFormat format) const {
       case ArchiveFormat::kTarXz: CheckWrite(a.get(), archive_write_add_filter_xz(a.get()), "xz"); break;
       default: break;
     }
+  }
+  if (format != ArchiveFormat::kTar) {  // no zero padding after a compressed stream or a zip directory
+    CheckWrite(a.get(), archive_write_set_bytes_in_last_block(a.get(), 1), "block size");
   }
   std::string out;
   out.reserve(static_cast<size_t>(TotalBytes() / 2 + 4096));

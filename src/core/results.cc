@@ -36,8 +36,10 @@ ProcessResult DecodeProcess(const Json& j, const std::string& where) {
   if (!rc->is_number_integer()) {
     Fail(Join(where, "returncode"), std::string("expected an integer, got ") + TypeName(*rc));
   }
-  auto rc_value = rc->get<int64_t>();
-  if (rc_value < INT32_MIN || rc_value > INT32_MAX) Fail(Join(where, "returncode"), "integer out of range");
+  const bool in_range = rc->is_number_unsigned() ? rc->get<uint64_t>() <= uint64_t{INT32_MAX}
+                                                 : rc->get<int64_t>() >= INT32_MIN && rc->get<int64_t>() <= INT32_MAX;
+  if (!in_range) Fail(Join(where, "returncode"), "integer out of range for a return code");
+  const int64_t rc_value = rc->get<int64_t>();
   r.returncode = static_cast<int>(rc_value);
   for (auto [key, dst] : {std::pair{"stdout", &r.stdout_text}, std::pair{"stderr", &r.stderr_text}}) {
     auto it = j.find(key);
@@ -184,6 +186,13 @@ std::optional<BuildResult> BuildResult::Decode(const Json& j) {
 }
 
 // ---- TestResult ----
+
+TestResult::TestResult() = default;
+TestResult::TestResult(const TestResult&) = default;
+TestResult::TestResult(TestResult&&) noexcept = default;
+TestResult& TestResult::operator=(const TestResult&) = default;
+TestResult& TestResult::operator=(TestResult&&) noexcept = default;
+TestResult::~TestResult() = default;
 
 TestResult TestResult::Merge(const std::vector<std::pair<std::string, TestResult>>& per_arch) {
   if (per_arch.size() == 1) return per_arch.front().second;

@@ -40,6 +40,29 @@ Json TypeTemplateArgument(const std::string& raw) {
   return text;
 }
 
+// B13: the documented eval_config measurement knobs, wired into the pytest plugin's measure_runtime
+// defaults (KERNELFOUNDRY_MEASURE_OPTIONS). Only keys the config sets are passed; num_perf_trials is the
+// minimum number of timed trials. Empty when none is set.
+std::string MeasureOptions(const Json& config) {
+  if (!config.is_object() || !config.contains("eval_config") || !config["eval_config"].is_object()) return "";
+  const Json& ec = config["eval_config"];
+  static const std::pair<const char*, const char*> kKeys[] = {{"warmup_min_time", "warmup_min_time"},
+                                                              {"warmup_min_iters", "warmup_min_iters"},
+                                                              {"inner_loop_min_time", "inner_loop_min_time"},
+                                                              {"num_perf_trials", "perf_trials_min_iters"},
+                                                              {"perf_trials_min_time", "perf_trials_min_time"}};
+  Json out = Json::object();
+  for (const auto& [from, to] : kKeys) {
+    if (!ec.contains(from) || ec[from].is_null()) continue;
+    if (!ec[from].is_number()) {
+      throw Error(ErrorKind::kInvalidArgument, "expected a number, got " + DumpJson(ec[from]), "config.yaml",
+                  std::string("eval_config.") + from);
+    }
+    out[to] = ec[from];
+  }
+  return out.empty() ? "" : DumpJson(out);
+}
+
 }  // namespace
 
 std::vector<Json> FindTemplateParameters(std::string_view code) {
@@ -98,6 +121,8 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
   if (task.hyperparameters.is_object() && task.hyperparameters.contains("runtime")) {
     runtime_params = task.hyperparameters["runtime"];
   }
+  std::map<std::string, std::string> env = {{"KF_CACHE_DIR", std::filesystem::absolute(DefaultCacheDir()).string()}};
+  if (std::string m = MeasureOptions(task.config); !m.empty()) env["KERNELFOUNDRY_MEASURE_OPTIONS"] = m;
   for (const std::string& arch : archs) {
     WorkDir dir(options.work_root, "kf_test_", options.keep_workdir);
     if (options.keep_workdir) out.kept_dirs.push_back(dir.path());
@@ -117,7 +142,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
       req.gpu_arch = arch;
       req.runtime_params = runtime_params;
       req.limits = limits;
-      req.env = {{"KF_CACHE_DIR", std::filesystem::absolute(DefaultCacheDir()).string()}};
+      req.env = env;
       req.progress = options.progress;
       req.on_line = options.on_output_line;
       VariantRun run = harness.Test(req);

@@ -63,7 +63,8 @@ TEST(ProcessResult, DecodeRejectsUnknownKeysAndWrongTypes) {
   EXPECT_TRUE(Probes()["process_result"]["decode_unknown_key"].contains("error"));
   for (const char* bad : {R"({"stdout":"","stderr":""})", R"({"returncode":"0","stdout":"","stderr":""})",
                           R"({"returncode":1.5,"stdout":"","stderr":""})", R"({"returncode":0,"stdout":1,"stderr":""})",
-                          R"({"returncode":0,"stdout":"","stderr":"","message":3})", R"([1])"}) {
+                          R"({"returncode":0,"stdout":"","stderr":"","message":3})", R"([1])",
+                          R"({"returncode":18446744073709551615,"stdout":"","stderr":""})"}) {
     EXPECT_EQ(ErrorOf([&] { ProcessResult::Decode(ParseJson(bad, "x")); }).kind(), ErrorKind::kParse) << bad;
   }
 }

@@ -1,0 +1,270 @@
+// The task verbs of the `kf` binary (info, encode, decode, blocks, with-blocks, validate, hash), run as a
+// real process against the fixtures and goldens. Bad inputs must give exactly one error line on stderr,
+// a non-zero exit code and no output file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "kernelfoundry/json.hpp"
+#include "test_util.hpp"
+
+namespace kf {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::BinaryDir;
+using testing::Golden;
+using testing::ReadFile;
+using testing::SharedDir;
+using testing::TempDir;
+using testing::WriteFile;
+
+struct RunResult {
+  int rc;
+  std::string out;
+  std::string err;
+};
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+const fs::path& CacheDir() {
+  static TempDir dir;
+  return dir.path();
+}
+
+// Runs `kf ARGS` (ARGS already shell-quoted where needed) with a private discovery cache.
+RunResult Kf(const std::string& args) {
+  static TempDir io;
+  static int n = 0;
+  const fs::path out = io.path() / ("out" + std::to_string(n));
+  const fs::path err = io.path() / ("err" + std::to_string(n++));
+  auto [rc, ignored] = testing::RunShell("KF_CACHE_DIR=" + Quote(CacheDir().string()) + " " +
+                                         Quote((BinaryDir() / "kf").string()) + " " + args + " >" +
+                                         Quote(out.string()) + " 2>" + Quote(err.string()));
+  return {rc, ReadFile(out), ReadFile(err)};
+}
+
+std::string Fixture(const std::string& name) { return Quote((SharedDir() / "fixtures/tasks" / name).string()); }
+
+// A writable copy of a fixture with the golden modes (0644, build.sh 0755).
+fs::path CopyFixture(const std::string& name, const fs::path& dest) {
+  const fs::path out = dest / name;
+  fs::copy(SharedDir() / "fixtures/tasks" / name, out, fs::copy_options::recursive);
+  for (auto it = fs::recursive_directory_iterator(out); it != fs::recursive_directory_iterator(); ++it)
+    fs::permissions(it->path(),
+                    static_cast<fs::perms>(it->is_directory() || it->path().filename() == "build.sh" ? 0755 : 0644));
+  return out;
+}
+
+void ExpectOneLineError(const RunResult& r, int rc, const std::string& must_contain) {
+  EXPECT_EQ(r.rc, rc) << r.err;
+  EXPECT_EQ(r.err.rfind("kf: error: ", 0), 0u) << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+  EXPECT_NE(r.err.find(must_contain), std::string::npos) << r.err;
+}
+
+TEST(CliTask, HashMatchesGolden) {
+  RunResult r = Kf("hash " + Fixture("relu_cpu"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, Golden("relu_cpu")["to_database_task"]["id"].get<std::string>() + "\n");
+  r = Kf("hash " + Quote((SharedDir() / "fixtures/archives/relu_cpu.zip").string()));
+  EXPECT_EQ(r.out, Golden("relu_cpu")["to_database_task"]["id"].get<std::string>() + "\n");
+}
+
+TEST(CliTask, EncodeMatchesGoldenAndDecodeRestoresTheFiles) {
+  TempDir tmp;
+  const fs::path pkg = CopyFixture("multi_block", tmp.path());
+  const fs::path json = tmp.path() / "task.json";
+  RunResult r = Kf("encode " + Quote(pkg.string()) + " -o " + Quote(json.string()));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Json ours = Json::parse(ReadFile(json));
+  Json golden = Golden("multi_block")["encode"];
+  for (auto* j : {&ours, &golden})
+    for (auto& [path, entry] : j->at("task_data").items()) entry.erase("mtime");
+  EXPECT_EQ(ours["task_data"].size(), golden["task_data"].size());
+  for (const auto& [path, entry] : golden["task_data"].items()) EXPECT_EQ(ours["task_data"][path], entry) << path;
+  ours.erase("task_data");
+  golden.erase("task_data");
+  EXPECT_EQ(ours.dump(), golden.dump());
+
+  // decode into a directory: same bytes and modes as the package (overrides.yml was taken out)
+  const fs::path dir = tmp.path() / "decoded";
+  r = Kf("decode " + Quote(json.string()) + " -o " + Quote(dir.string()));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* f : {"task.py", "conftest.py", "kernel_a.py", "sub/kernel_b.py", "config.yaml"}) {
+    EXPECT_EQ(ReadFile(dir / f), ReadFile(pkg / f)) << f;
+    EXPECT_EQ(static_cast<int>(fs::status(dir / f).permissions() & fs::perms::mask), 0644) << f;
+  }
+  EXPECT_FALSE(fs::exists(dir / "overrides.yml"));
+  // an existing non-empty directory needs --force
+  ExpectOneLineError(Kf("decode " + Quote(json.string()) + " -o " + Quote(dir.string())), 3, "--force");
+  EXPECT_EQ(Kf("decode " + Quote(json.string()) + " -o " + Quote(dir.string()) + " --force").rc, 0);
+  // archives: their hash is the task's
+  for (const char* name : {"t.zip", "t.tar.gz", "t.tar"}) {
+    const fs::path archive = tmp.path() / name;
+    ASSERT_EQ(Kf("decode " + Quote(json.string()) + " -o " + Quote(archive.string())).rc, 0) << name;
+    EXPECT_EQ(Kf("hash " + Quote(archive.string())).out,
+              Golden("multi_block")["to_database_task"]["id"].get<std::string>() + "\n");
+  }
+}
+
+TEST(CliTask, ReferenceEncodingDecodesReencodesIdentically) {
+  TempDir tmp;
+  const fs::path golden_json = tmp.path() / "golden.json";
+  const Json golden = Golden("edge_text")["encode"];
+  WriteFile(golden_json, golden.dump());
+  RunResult r = Kf("encode " + Quote(golden_json.string()));  // an encoded task is a valid TASK too
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out).dump(), golden.dump());
+  const fs::path dir = tmp.path() / "edge";
+  ASSERT_EQ(Kf("decode " + Quote(golden_json.string()) + " -o " + Quote(dir.string())).rc, 0);
+  EXPECT_EQ(static_cast<int>(fs::status(dir / "build.sh").permissions() & fs::perms::mask), 0755);
+}
+
+TEST(CliTask, BlocksInfoValidate) {
+  const Json golden = Golden("multi_block");
+  RunResult r = Kf("blocks " + Fixture("multi_block") + " --key EVOLVE");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, golden["blocks_to_str"]["EVOLVE"].get<std::string>());
+  r = Kf("blocks " + Fixture("multi_block") + " --json");
+  EXPECT_EQ(Json::parse(r.out).dump(), golden["blocks"].dump());
+  ExpectOneLineError(Kf("blocks " + Fixture("multi_block") + " --key NOPE"), 4, "NOPE");
+
+  r = Kf("info " + Fixture("multi_block"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("id: " + golden["to_database_task"]["id"].get<std::string>()), std::string::npos);
+  EXPECT_NE(r.out.find("TestMultiBlock::test_benchmark"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("overrides:"), std::string::npos) << r.out;
+
+  r = Kf("validate " + Fixture("relu_cpu"));
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("valid"), std::string::npos);
+}
+
+TEST(CliTask, ValidateListsEveryProblem) {
+  TempDir tmp;
+  const fs::path pkg = CopyFixture("no_perf", tmp.path());
+  fs::remove(pkg / "conftest.py");
+  WriteFile(pkg / "config.yaml", "task_name: x\n");
+  RunResult r = Kf("validate " + Quote(pkg.string()) + " --json");
+  EXPECT_EQ(r.rc, 3) << r.err;
+  Json j = Json::parse(r.out);
+  EXPECT_FALSE(j["valid"].get<bool>());
+  std::string all = j["problems"].dump();
+  for (const char* p : {"conftest.py", "no performance test", "EVOLVE", "job_name"})
+    EXPECT_NE(all.find(p), std::string::npos) << p << " missing in " << all;
+  EXPECT_EQ(j["problems"].size(), 4u) << all;
+}
+
+TEST(CliTask, WithBlocksToJsonDirAndArchive) {
+  TempDir tmp;
+  const fs::path code = tmp.path() / "kernel.cpp";
+  const std::string body = "torch::Tensor relu_forward(torch::Tensor x) { return x.clamp_min(0); }\n";
+  WriteFile(code, body);
+  const fs::path json = tmp.path() / "new.json";
+  RunResult r = Kf("with-blocks " + Fixture("relu_cpu") + " --block EVOLVE=" + Quote(code.string()) + " -o " +
+                   Quote(json.string()));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Json task = Json::parse(ReadFile(json));
+  EXPECT_EQ(task["blocks"]["EVOLVE"]["relu_kernel.cpp"][0], body);
+  EXPECT_EQ(task["extract_code_result"]["message"], "Code blocks have been modified successfully.");
+  EXPECT_EQ(task["profile_tests"], Golden("relu_cpu")["profile_tests"]);
+
+  const fs::path dir = tmp.path() / "newdir";
+  ASSERT_EQ(Kf("with-blocks " + Quote(json.string()) + " --block EVOLVE=" + Quote(code.string()) + " -o " +
+               Quote(dir.string())).rc, 0);
+  EXPECT_NE(ReadFile(dir / "relu_kernel.cpp").find(body), std::string::npos);
+
+  const fs::path update = tmp.path() / "update.json";
+  WriteFile(update, R"({"EVOLVE": {"kernel_c.py": ["def stage_c1(x):\n    return x + 1\n"]}})");
+  const fs::path tgz = tmp.path() / "multi.tar.gz";
+  ASSERT_EQ(Kf("with-blocks " + Fixture("multi_block") + " --blocks " + Quote(update.string()) + " -o " +
+               Quote(tgz.string())).rc, 0);
+  EXPECT_EQ(Kf("blocks " + Quote(tgz.string()) + " --json").rc, 0);
+
+  // None: the failure task only goes to a .json output; exit 1
+  WriteFile(update, R"({"EVOLVE": null})");
+  const fs::path none_dir = tmp.path() / "none";
+  r = Kf("with-blocks " + Fixture("relu_cpu") + " --blocks " + Quote(update.string()) + " -o " + Quote(none_dir.string()));
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_FALSE(fs::exists(none_dir));
+  EXPECT_NE(r.err.find("One or more blocks to update were None"), std::string::npos) << r.err;
+}
+
+// Every bad input: one error line, exit != 0, nothing written.
+TEST(CliTask, BadInputsGiveOneLineAndWriteNothing) {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out.json";
+  auto encode_fails = [&](const fs::path& pkg, int rc, const std::string& needle) {
+    SCOPED_TRACE(pkg.string());
+    ExpectOneLineError(Kf("encode " + Quote(pkg.string()) + " -o " + Quote(out.string())), rc, needle);
+    EXPECT_FALSE(fs::exists(out));
+  };
+  fs::path bad_yaml = CopyFixture("relu_cpu", tmp.path() / "bad_yaml");
+  WriteFile(bad_yaml / "config.yaml", "task_name: [relu\n");
+  encode_fails(bad_yaml, 3, "config.yaml");
+
+  fs::path two = CopyFixture("relu_cpu", tmp.path() / "two");
+  WriteFile(two / "config.yml", "task_name: relu\n");
+  encode_fails(two, 3, "config.yml");
+
+  encode_fails(SharedDir() / "fixtures/tasks/bad_blocks", 3, "kernel.cpp");
+  encode_fails(SharedDir() / "fixtures/tasks/bad_blocks_unclosed", 3, "kernel.cpp");
+
+  fs::path stray = CopyFixture("relu_cpu", tmp.path() / "stray");
+  WriteFile(stray / "extra.cpp", "int x;\n// [EVOLVE_END]\n");
+  encode_fails(stray, 3, "extra.cpp");
+
+  fs::path binary = CopyFixture("relu_cpu", tmp.path() / "binary");
+  WriteFile(binary / "relu_kernel.cpp", std::string("// [EVOLVE_START]\nint \xff\xfe x;\n// [EVOLVE_END]\n"));
+  encode_fails(binary, 3, "relu_kernel.cpp");
+
+  WriteFile(tmp.path() / "junk.zip", "this is not an archive at all\n");
+  encode_fails(tmp.path() / "junk.zip", 3, "junk.zip");
+
+  const fs::path slip = tmp.path() / "slip.zip";
+  auto [rc, msg] = testing::RunShell(
+      "/usr/bin/python3 -c \"import zipfile; z = zipfile.ZipFile('" + slip.string() +
+      "', 'w'); z.writestr('config.yaml', 'task_name: x\\n'); z.writestr('../evil.py', 'x'); z.close()\"");
+  ASSERT_EQ(rc, 0) << msg;
+  encode_fails(slip, 5, "evil.py");
+
+  encode_fails(tmp.path() / "does_not_exist", 4, "does_not_exist");
+
+  // decode: zip-slip through a JSON path, and non-JSON bytes
+  const fs::path evil_json = tmp.path() / "evil.json";
+  Json evil = Golden("relu_cpu")["encode"];
+  evil["task_data"]["../evil.py"] = Json::parse(R"({"content": "eA==", "mode": 420})");
+  WriteFile(evil_json, evil.dump());
+  const fs::path dir = tmp.path() / "dec";
+  ExpectOneLineError(Kf("decode " + Quote(evil_json.string()) + " -o " + Quote(dir.string())), 5, "../evil.py");
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_FALSE(fs::exists(tmp.path() / "evil.py"));
+  WriteFile(tmp.path() / "garbage.json", "\x01\x02 not json");
+  ExpectOneLineError(Kf("decode " + Quote((tmp.path() / "garbage.json").string()) + " -o " + Quote(dir.string())), 3,
+                     "garbage.json");
+  EXPECT_FALSE(fs::exists(dir));
+  Json missing = Golden("relu_cpu")["encode"];
+  missing.erase("blocks");
+  WriteFile(evil_json, missing.dump());
+  ExpectOneLineError(Kf("decode " + Quote(evil_json.string()) + " -o " + Quote(dir.string())), 3, "blocks");
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+TEST(CliTask, EveryVerbHasHelp) {
+  for (const char* verb : {"info", "encode", "decode", "blocks", "with-blocks", "validate", "hash"}) {
+    RunResult r = Kf(std::string(verb) + " --help");
+    EXPECT_EQ(r.rc, 0) << verb;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << verb << ": " << r.out;
+  }
+  EXPECT_EQ(Kf("decode").rc, 2);  // missing arguments: usage error
+}
+
+}  // namespace
+}  // namespace kf

@@ -1,0 +1,195 @@
+// Evaluate() on a small pure-Python task (no compile step, so it is quick): correct with a speedup, value
+// mismatch (perf 4) and shape mismatch (perf 3) as typed statuses, template variants with typed parameters,
+// runtime hyperparameters, no reference (never NaN), reference-only runs (B20), extraction failures.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/evaluate.hpp"
+#include "pipeline_util.hpp"
+
+namespace kf {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+
+const char* kTaskPy = R"PY(import pytest
+
+from kernelfoundry import TestBase
+
+import kernel
+
+
+def reference_scale(xs, factor=2):
+    # [REFERENCE_START]
+    return [factor * x for x in xs]
+    # [REFERENCE_END]
+
+
+@pytest.fixture(scope="session")
+def impl(use_reference, template_args_wrapper, runtime_params):
+    if use_reference:
+        return reference_scale
+    assert runtime_params.get("expected") == "yes", runtime_params
+    return template_args_wrapper(kernel.scale)
+
+
+class TestScale(TestBase):
+    def test_output_shapes_match(self, impl):
+        assert len(impl([1, 2, 3])) == 3
+
+    def test_values(self, impl):
+        assert impl([1, 2, 3]) == [2, 4, 6]
+
+    @pytest.mark.performance
+    def test_benchmark(self, impl, measure_runtime):
+        measure_runtime(impl, lambda: None, args=([1.0] * 64,), auto_replicate_inputs_size=0)
+)PY";
+
+class PyScale : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::UseTestCache();
+    dir_ = tmp_.path() / "py_scale";
+    WriteFile(dir_ / "config.yaml",
+              "task_name: py_scale\njob_name: py_scale_test\ntask_origin: custom\nlanguage: python\n"
+              "gpu_arch: cpu\nhas_build_step: false\nhas_reference_build_step: false\ntest_reference: true\n"
+              "test_timeout: 120\n"
+              "hyperparameters:\n  runtime:\n    expected: \"yes\"\n"
+              "eval_config:\n  warmup_min_time: 0.05\n  perf_trials_min_time: 0.2\n");
+    WriteFile(dir_ / "conftest.py", "from kernelfoundry.conftest import *\n");
+    WriteFile(dir_ / "kernel.py",
+              "# [EVOLVE_START]\ndef scale(xs):\n    return [2 * x for x in xs]\n# [EVOLVE_END]\n");
+    WriteFile(dir_ / "task.py", kTaskPy);
+    task_ = testing::LoadTestTask(dir_);
+  }
+  Evaluation Run(const std::string& code, EvaluateOptions o = {}) {
+    o.work_root = tmp_.path() / "work";
+    return Evaluate(task_, BlockUpdate{BlockUpdateShort{{"EVOLVE", code}}}, o);
+  }
+
+  TempDir tmp_;
+  std::filesystem::path dir_;
+  Task task_;
+};
+
+TEST_F(PyScale, CorrectCandidateHasSpeedupAndPerfScore5) {
+  std::vector<PhaseEvent> events;
+  EvaluateOptions o;
+  o.progress = [&](const PhaseEvent& e) { events.push_back(e); };
+  Evaluation ev = Run("def scale(xs):\n    return [x + x for x in xs]\n", o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kCorrect) << ev.result.status_detail << "\n" << ev.result.eval_log;
+  EXPECT_EQ(ev.result.perf_score, 5);
+  EXPECT_TRUE(ev.result.compiled && ev.result.correctness);
+  EXPECT_GT(ev.result.runtime_improvement, 0);
+  EXPECT_TRUE(std::isfinite(ev.result.runtime_improvement));
+  EXPECT_GT(ev.combined_score, 5.0);
+  ASSERT_EQ(ev.result.benchmarks.size(), 1u);
+  EXPECT_EQ(ev.result.benchmarks[0].name, "task.py::TestScale::test_benchmark");
+  EXPECT_GT(ev.result.benchmarks[0].reference_mean_ms, 0);
+  // The combined (per-arch) shape of the reference: runtime_stats and metadata keyed by arch.
+  EXPECT_TRUE(ev.result.runtime_stats.contains("cpu"));
+  EXPECT_TRUE(ev.result.metadata["cpu"].contains("eval_worker_info"));
+  // Both variants ran, each with worker_info and runtimes.
+  ASSERT_TRUE(ev.task.test_result && ev.task.test_result_reference);
+  EXPECT_TRUE(ev.task.test_result->worker_info.has_value());
+  EXPECT_TRUE((*ev.task.test_result_reference->performance_result->output_data)["runtimes"].contains(
+      "task.py::TestScale::test_benchmark"));
+  EXPECT_EQ(ev.input_code, "def scale(xs):\n    return [2 * x for x in xs]\n");
+  EXPECT_EQ(ev.output_code, "def scale(xs):\n    return [x + x for x in xs]\n");
+  // Progress: correctness and performance, start and end, for custom and reference.
+  int finished = 0;
+  for (const PhaseEvent& e : events) finished += e.finished && e.ok;
+  EXPECT_EQ(finished, 4);
+  EXPECT_EQ(ev.logs.size(), 4u);
+  EXPECT_TRUE(testing::ProcessesUnder(tmp_.path() / "work").empty());
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path() / "work") &&
+               !std::filesystem::is_empty(tmp_.path() / "work"));  // work dirs removed
+}
+
+TEST_F(PyScale, WrongValuesIsValueMismatch) {
+  Evaluation ev = Run("def scale(xs):\n    return [3 * x for x in xs]\n");
+  EXPECT_EQ(ev.result.status, EvalStatus::kValueMismatch);
+  EXPECT_EQ(ev.result.perf_score, 4);
+  EXPECT_EQ(ev.result.ReferenceStatus(), "compiled");
+  EXPECT_FALSE(ev.result.correctness);
+  EXPECT_FALSE(ev.task.test_result->performance_result.has_value());
+}
+
+TEST_F(PyScale, WrongShapeIsShapeMismatch) {
+  EvaluateOptions o;
+  o.test_reference = false;
+  Evaluation ev = Run("def scale(xs):\n    return [2 * x for x in xs][:-1]\n", o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kShapeMismatch);
+  EXPECT_EQ(ev.result.perf_score, 3);
+  EXPECT_FALSE(ev.task.test_result_reference.has_value());
+}
+
+// A crash of the test process (SIGSEGV-like: os.abort) is typed, not a test failure.
+TEST_F(PyScale, CrashIsTyped) {
+  EvaluateOptions o;
+  o.test_reference = false;
+  Evaluation ev = Run("import os\ndef scale(xs):\n    os.abort()\n", o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kCrash) << ev.result.status_detail;
+  EXPECT_EQ(ev.result.perf_score, 2);
+}
+
+// No reference: correct, "no reference" status, speedup -1, never NaN.
+TEST_F(PyScale, NoReferenceIsTypedNotNaN) {
+  EvaluateOptions o;
+  o.test_reference = false;
+  Evaluation ev = Run("def scale(xs):\n    return [x * 2 for x in xs]\n", o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kNoReference);
+  EXPECT_EQ(ev.result.perf_score, 5);
+  EXPECT_EQ(ev.result.runtime_improvement, -1);
+  EXPECT_GT(ev.combined_score, 5.0);
+  EXPECT_TRUE(std::isfinite(ev.combined_score));
+}
+
+// Template variants: one run per forward_templated<…>; parameters reach the kernel as typed values (B21);
+// the best variant wins.
+TEST_F(PyScale, TemplateVariantsPickTheCorrectOne) {
+  EvaluateOptions o;
+  o.test_reference = false;
+  Evaluation ev = Run("# forward_templated<3> forward_templated<2>\ndef scale(xs, factor):\n"
+                      "    assert isinstance(factor, int)\n    return [factor * x for x in xs]\n", o);
+  EXPECT_EQ(ev.result.perf_score, 5) << ev.result.eval_log;
+  EXPECT_EQ(ev.result.metadata["cpu"]["template_parameters"], Json::parse("[2]"));
+  EXPECT_EQ(ev.result.template_results.size(), 2u);
+  int tests = 0;
+  for (const ProcessLog& l : ev.logs) tests += l.name.find("custom_3") != std::string::npos;
+  EXPECT_EQ(tests, 1);  // custom_3 failed correctness: no performance run
+}
+
+// B20: the reference returned None when only the reference was tested; `kf validate --run` gets a verdict.
+TEST_F(PyScale, ReferenceOnlyRunHasAVerdict) {
+  EvaluateOptions o;
+  o.test_candidate = false;
+  o.work_root = tmp_.path() / "work";
+  Evaluation ev = Evaluate(task_, std::nullopt, o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kReferenceOnly);
+  EXPECT_EQ(ev.result.perf_score, 5);
+  EXPECT_FALSE(ev.task.test_result.has_value());
+  ASSERT_TRUE(ev.task.test_result_reference.has_value());
+}
+
+// The None path of with_blocks (code could not be extracted): perf 0 without running anything.
+TEST_F(PyScale, ExtractionFailureIsPerf0) {
+  BlockUpdateShort update{{"EVOLVE", std::nullopt}};
+  EvaluateOptions o;
+  Evaluation ev = Evaluate(task_, BlockUpdate{update}, o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kExtractionFailed);
+  EXPECT_EQ(ev.result.perf_score, 0);
+  EXPECT_TRUE(ev.logs.empty());
+}
+
+TEST_F(PyScale, BlockUpdateThatDoesNotFitThrows) {
+  BlockUpdateShort update{{"NOPE", std::string("x")}};
+  EXPECT_THROW(Evaluate(task_, BlockUpdate{update}, {}), Error);
+}
+
+}  // namespace
+}  // namespace kf
