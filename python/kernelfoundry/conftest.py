@@ -89,7 +89,7 @@ def pytest_configure(config):
     # Live logging at INFO unless the user chose a level (the reference does the same).
     if hasattr(config.option, "log_cli_level") and config.option.log_cli_level is None:
         config.option.log_cli_level = "INFO"
-    config.stash[_STORE] = {}
+    config.stash.setdefault(_STORE, {})
     config.stash[_MEASURE_DEFAULTS] = _measure_defaults_from_env()
     try:  # fail fast, before any test runs, on malformed parameters
         parse_template_params(config.getoption("template_params", None))
@@ -110,7 +110,7 @@ def pytest_sessionfinish(session, exitstatus):
     path = session.config.getoption("performance_out", None)
     if not path:
         return
-    store = session.config.stash.get(_STORE, {})
+    store = session.config.stash.setdefault(_STORE, {})
     target = Path(path)
     if not target.is_absolute():
         target = Path(session.config.invocation_params.dir) / target
@@ -126,7 +126,7 @@ def use_reference(pytestconfig) -> bool:
 @pytest.fixture(scope="session")
 def profile_store(pytestconfig) -> dict:
     """The session's runtimes: {nodeid: [ms, …]} (what --performance-out receives)."""
-    return pytestconfig.stash[_STORE]
+    return pytestconfig.stash.setdefault(_STORE, {})
 
 
 @pytest.fixture(autouse=True)
@@ -170,6 +170,8 @@ def _bind(fn: Callable, samples: list, defaults: dict) -> Callable:
 
 
 def _defaults(request) -> dict:
+    if _MEASURE_DEFAULTS not in request.config.stash:  # a task conftest replaced our pytest_configure
+        request.config.stash[_MEASURE_DEFAULTS] = _measure_defaults_from_env()
     return {"use_itt": bool(request.config.getoption("itt")), **request.config.stash[_MEASURE_DEFAULTS]}
 
 

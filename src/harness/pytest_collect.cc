@@ -28,21 +28,22 @@ std::string Trim(std::string_view s) {
   return b == std::string_view::npos ? std::string() : std::string(s.substr(b, e - b + 1));
 }
 
-// One line of a collector error: pytest's "E   ..." lines, else the last non-empty line.
+// One line of a collector error: its first line plus pytest's "E   ..." lines, else its last line.
 std::string Summarise(const std::string& text) {
   std::vector<std::string> e_lines;
-  std::string last;
+  std::string first, last;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     std::string t = Trim(line);
     if (t.empty()) continue;
+    if (first.empty()) first = t;
     last = t;
     if (t.size() > 1 && t[0] == 'E' && (t[1] == ' ' || t[1] == '\t')) e_lines.push_back(Trim(t.substr(1)));
   }
-  if (e_lines.empty()) return last;
+  if (e_lines.empty()) return first == last || first.empty() ? last : first + ": " + last;
   std::string out;
   for (const std::string& l : e_lines) out += (out.empty() ? "" : " | ") + l;
-  return out;
+  return first.rfind("ERROR", 0) == 0 ? first + ": " + out : out;
 }
 
 std::string ErrorText(const Json& e) {
@@ -97,6 +98,8 @@ TestLists ParseCollectOutput(const std::string& stdout_text, const std::string& 
   if (j.contains("errors") && j["errors"].is_array() && !j["errors"].empty()) {
     std::string joined;
     for (const Json& e : j["errors"]) joined += (joined.empty() ? "" : "; ") + Summarise(ErrorText(e));
+    if (joined.find("see stderr") != std::string::npos && !Trim(stderr_text).empty())
+      joined += ": " + Summarise(stderr_text);
     throw Error(ErrorKind::kInvalidArgument, fmt::format("test collection failed: {}", joined), kTaskFile);
   }
   TestLists lists;

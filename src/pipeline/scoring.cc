@@ -77,9 +77,9 @@ void SetStatus(EvalResult& r, EvalStatus status, std::string detail) {
   r.status_detail = std::move(detail);
 }
 
-std::string JoinNames(const std::vector<std::string>& names) {
+std::string JoinNames(const std::vector<std::string>& names, const char* sep = ", ") {
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (const std::string& n : names) out += (out.empty() ? "" : sep) + n;
   return out;
 }
 
@@ -272,11 +272,15 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
   // runtime = mean of the (rounded) benchmark means, like the reference.
   r.runtime = sum_means / static_cast<double>(benches.size());
 
-  auto finish = [&](EvalStatus ok_status, std::string detail) {
+  auto finish = [&](EvalStatus ok_status, const std::string& detail) {
+    std::vector<std::string> notes;
+    if (!c.detail.empty()) notes.push_back(c.detail);  // e.g. a passing run killed after its summary
     if (!problems.empty()) {
-      SetStatus(r, EvalStatus::kNoMeasurement, JoinNames(problems));
+      notes.insert(notes.end(), problems.begin(), problems.end());
+      SetStatus(r, EvalStatus::kNoMeasurement, JoinNames(notes, "; "));
     } else {
-      SetStatus(r, ok_status, std::move(detail));
+      if (!detail.empty()) notes.push_back(detail);
+      SetStatus(r, ok_status, JoinNames(notes, "; "));
     }
     return r;
   };
@@ -387,7 +391,7 @@ EvalResult CombineArchResults(const std::vector<std::pair<std::string, EvalResul
   // Only positive speedups: the reference's geometric mean of -1 values was NaN.
   r.runtime_improvement = GeometricMean(speedups);
   if (r.runtime_improvement == -1 && status == EvalStatus::kCorrect) status = EvalStatus::kNoReference;
-  SetStatus(r, status, JoinNames(details));
+  SetStatus(r, status, JoinNames(details, "; "));
   r.profiler_data = per_arch.front().second.profiler_data;
   if (per_arch.size() == 1) {
     r.template_results = per_arch.front().second.template_results;

@@ -41,14 +41,14 @@ int64_t SqliteStore::Impl::InsertRow(const Table& table, const Json& row,
   if (!row.is_object()) {
     throw Error(ErrorKind::kInvalidArgument, fmt::format("a {} row must be a JSON object, got {}", table.name,
                                                          row.type_name()),
-                {}, std::string(table.name));
+                path.string(), std::string(table.name));
   }
   std::vector<std::pair<const Column*, const Json*>> values;
   for (const auto& [key, value] : row.items()) {
     const Column* column = table.Find(key);
     if (column == nullptr) {
-      throw Error(ErrorKind::kInvalidArgument, fmt::format("unknown column '{}' for table {}", key, table.name), {},
-                  fmt::format("{}.{}", table.name, key));
+      throw Error(ErrorKind::kInvalidArgument, fmt::format("unknown column '{}' for table {}", key, table.name),
+                  path.string(), fmt::format("{}.{}", table.name, key));
     }
     if (!value.is_null()) values.emplace_back(column, &value);
   }
@@ -61,7 +61,7 @@ int64_t SqliteStore::Impl::InsertRow(const Table& table, const Json& row,
     if (!c.not_null || c.server_now || (c.primary_key && c.type == store::ColumnType::kInteger)) continue;
     bool present = std::any_of(values.begin(), values.end(), [&](const auto& v) { return v.first == &c; });
     if (!present) {
-      throw Error(ErrorKind::kInvalidArgument, "required field is missing or null", {},
+      throw Error(ErrorKind::kInvalidArgument, "required field is missing or null", path.string(),
                   fmt::format("{}.{}", table.name, c.name));
     }
   }

@@ -8,6 +8,7 @@
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/store.hpp"
 #include "pipeline_util.hpp"
 
 namespace kf {
@@ -189,6 +190,37 @@ TEST_F(PyScale, ExtractionFailureIsPerf0) {
 TEST_F(PyScale, BlockUpdateThatDoesNotFitThrows) {
   BlockUpdateShort update{{"NOPE", std::string("x")}};
   EXPECT_THROW(Evaluate(task_, BlockUpdate{update}, {}), Error);
+}
+
+std::string Kf(const std::string& args) {
+  return "KF_CACHE_DIR='" + std::string(std::getenv("KF_CACHE_DIR")) + "' '" +
+         (testing::BinaryDir() / "kf").string() + "' " + args;
+}
+
+// `kf run` exit codes: 1 for a negative verdict (with the typed status in the table); `kf validate --run`
+// checks the reference against its own tests.
+TEST_F(PyScale, CliRunAndValidateRun) {
+  WriteFile(tmp_.path() / "wrong.py", "def scale(xs):\n    return [3 * x for x in xs]\n");
+  auto [rc, out] = testing::RunShell(Kf("run '" + dir_.string() + "' --no-reference --no-store --candidate '" +
+                                        (tmp_.path() / "wrong.py").string() + "'"));
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("status: value_mismatch (compiled)"), std::string::npos) << out;
+  EXPECT_NE(out.find("perf_score: 4"), std::string::npos) << out;
+
+  std::filesystem::path db = tmp_.path() / "v.sqlite3";
+  auto [rc2, out2] = testing::RunShell(Kf("validate '" + dir_.string() + "' --run --db '" + db.string() + "'"));
+  EXPECT_EQ(rc2, 0) << out2;
+  EXPECT_NE(out2.find("reference run: PASSED (reference_only)"), std::string::npos) << out2;
+  auto store = SqliteStore::Open(db, SqliteOptions{true});
+  std::vector<Json> kernels = store->ListKernels({});
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(kernels[0]["job_status"], "VALIDATED");
+
+  // A task whose reference fails its own tests.
+  WriteFile(dir_ / "task.py", std::string(kTaskPy).replace(std::string(kTaskPy).find("[factor * x"), 11, "[factor + x"));
+  auto [rc3, out3] = testing::RunShell(Kf("validate '" + dir_.string() + "' --run --no-store"));
+  EXPECT_EQ(rc3, 1) << out3;
+  EXPECT_NE(out3.find("reference run: FAILED (reference_failed)"), std::string::npos) << out3;
 }
 
 }  // namespace
