@@ -55,7 +55,7 @@ class CallInputs {
     const size_t i = next_;
     next_ = next_ + 1 == n_ ? 0 : next_ + 1;
     PyObject* args = args_.empty() ? empty_.ptr() : args_[i].ptr();
-    PyObject* kwargs = kwargs_.empty() || PyDict_GET_SIZE(kwargs_[i].ptr()) == 0 ? nullptr : kwargs_[i].ptr();
+    PyObject* kwargs = kwargs_.empty() || PyDict_Size(kwargs_[i].ptr()) == 0 ? nullptr : kwargs_[i].ptr();
     CallPython(fn, args, kwargs);
   }
 

@@ -1,8 +1,6 @@
 // Timing statistics (reference spec §4.9, get_timing_stats) and 3-significant-digit rounding.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "kernelfoundry/error.hpp"
@@ -35,15 +33,6 @@ TimingStats ComputeTimingStats(std::span<const double> samples) {
   for (double v : samples) sq += (v - s.mean) * (v - s.mean);
   s.std = std::sqrt(sq / static_cast<double>(n));
   return s;
-}
-
-double RoundSignificant(double value, int digits) {
-  if (value == 0 || !std::isfinite(value)) return value;
-  digits = std::clamp(digits, 1, 17);
-  // printf's %g rounds the exact binary value correctly, as Python's format(x, ".3g") does.
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, value);
-  return std::strtod(buf, nullptr);
 }
 
 TimingStats RoundTimingStats(const TimingStats& stats, int digits) {
