@@ -10,6 +10,9 @@
 //    then every variant — `custom` (or `custom_<p1>_<p2>…`, one per template instantiation found in the
 //    EVOLVE code) and `reference` — run through the harness (correctness, then performance when it passed).
 //    Per-arch results are merged with TestResult::Merge. Every Build/TestResult carries worker_info.
+//    B13: the documented eval_config knobs (warmup_min_time, warmup_min_iters, inner_loop_min_time,
+//    num_perf_trials -> perf_trials_min_iters, perf_trials_min_time) reach measure_runtime through
+//    KERNELFOUNDRY_MEASURE_OPTIONS (only the keys the config sets).
 //  * Scoring: per arch ConvertTestResult (CombineTemplateResults for several variants), then
 //    CombineArchResults; a build failure is BuildFailureResult (perf 1); no reference gives the typed status
 //    "no reference", never NaN; a reference-only run (B20) is ReferenceOnlyResult.

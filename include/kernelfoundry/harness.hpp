@@ -170,6 +170,10 @@ std::unique_ptr<Harness> MakeHarness(const Task& task);
 /// The pytest harness (reference-format tasks).
 std::unique_ptr<Harness> MakePytestHarness();
 
+/// The native harness (C++/OpenCL/CUDA test programs speaking the task SDK protocol, task_sdk.hpp); reads
+/// build, cmake, test_executable and artifacts from the task config.
+std::unique_ptr<Harness> MakeNativeHarness(const Json& config);
+
 // ---- helpers shared by harnesses ----
 
 /// Keys build outputs relative to the task tree (B15 fixed): a relative path is resolved against task_dir,

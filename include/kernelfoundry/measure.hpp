@@ -122,6 +122,10 @@ struct TimingStats {
 /// Computes TimingStats of `samples`. Throws kf::Error(kInvalidArgument) when samples is empty — a
 /// benchmark without samples is an error, not a crash later (bug B18) — or contains NaN.
 TimingStats ComputeTimingStats(std::span<const double> samples);
+/// Same for a vector or a braced list of samples.
+inline TimingStats ComputeTimingStats(const std::vector<double>& samples) {
+  return ComputeTimingStats(std::span<const double>(samples));
+}
 
 /// Rounds to `digits` significant digits like Python's float(f"{x:.{digits}g}") (round half to even on the
 /// exact binary value). 0, ±inf and NaN are returned unchanged. REQUIRES: 1 ≤ digits ≤ 17.

@@ -1,7 +1,8 @@
 // MemoryFileMap — a task package held in memory: relative POSIX path -> bytes, plus per-file metadata.
 //
 // Contract (reference spec §2, with bugs B1–B4 fixed):
-//  * Keys are normalised relative POSIX paths ("a/b.cpp"; never "./a", "/a", "a/../b", or empty).
+//  * Loaders produce normalised relative POSIX keys ("a/b.cpp"; never "./a", "/a", "a/../b", or empty).
+//    Set/Decode store keys as given; ToDisk/ToArchive refuse unsafe ones (kUnsafe) before writing.
 //  * Insertion order is kept (list_files, encode) — the reference's dict order.
 //  * meta: mode (permission bits & 0777) and mtime (float epoch seconds); either may be absent.
 //  * Loaders (directory, archive bytes/path) drop ignored paths: a path component equal to __pycache__,
@@ -9,6 +10,11 @@
 //    .gitignore and .github/ are kept).
 //  * Archives are read with libarchive; the format is sniffed from the content (zip, tar, tar.gz/bz2/xz).
 //    Unsafe members (absolute, "..", symlink/hardlink, device, fifo) are a kf::Error(kUnsafe), never skipped.
+//    Member names are normalised ("./a" -> "a", B3); member order is kept. Limits are checked while the
+//    data are decompressed; a zip member that inflates past its declared size is refused at once (kLimit).
+//  * Zip meta follows the reference's from_zip: mode = (external_attr >> 16) & 0777 read from the central
+//    directory, recorded only when non-zero (DOS-made zips carry no mode); mtime from the archive.
+//  * Source: reference spec §2 (MemoryFileMap) and §1.3 (remove_root_dir); bugs B1-B4, B12 fixed.
 //  * Not thread-safe for concurrent mutation; const methods may be called concurrently. Copies are deep
 //    (value semantics: a copy never shares bytes with its source — B12 fixed).
 #pragma once
@@ -47,11 +53,19 @@ class MemoryFileMap {
   MemoryFileMap() = default;
 
   // ---- loading ----
-  /// Loads a directory (recursive, regular files only; symlinks are an error), an archive file, ...
-  /// Throws kf::Error(kNotFound) if `path` does not exist, kParse for a bad archive, kUnsafe, kLimit.
+  /// A directory goes to FromDisk; a regular file is read as an archive (streamed from disk, format sniffed
+  /// from the content, never from the extension). Throws kf::Error: kNotFound (no such path),
+  /// kInvalidArgument (neither directory nor regular file), kParse (not a zip/tar, truncated, corrupt),
+  /// kUnsafe (see the class comment), kLimit, kIO.
   static MemoryFileMap FromPath(const std::filesystem::path& path, const FileMapLimits& limits = {});
+  /// Loads a directory tree: regular files only, depth-first with each directory's entries in byte order of
+  /// their names; ignored paths skipped (ignored directories are not entered). meta = {stat mode & 0777,
+  /// stat mtime (ns precision)}. A symlink or special file (fifo, socket, device) below `dir` is kUnsafe (a
+  /// package is plain files; following a link could read outside it). kNotFound / kInvalidArgument (not a
+  /// directory) / kLimit / kIO.
   static MemoryFileMap FromDisk(const std::filesystem::path& dir, const FileMapLimits& limits = {});
-  /// Loads archive bytes, format sniffed from content. `source` names the input in errors.
+  /// Loads archive bytes, format sniffed from content. `source` names the input in errors (every error is
+  /// one line "<source>: <member>: <what>"). Non-archive or empty bytes: kParse "not a zip or tar archive".
   static MemoryFileMap FromArchive(std::string_view bytes, const std::string& source = "<bytes>",
                                    const FileMapLimits& limits = {});
 
@@ -61,13 +75,17 @@ class MemoryFileMap {
   std::optional<std::string> Get(const std::string& path) const;
   /// Pointer to the stored bytes (no copy), or nullptr.
   const std::string* Find(const std::string& path) const;
-  /// Stores bytes; meta becomes {existing mode or 0644, mtime = now} (reference __setitem__).
+  /// Stores bytes; meta becomes {existing mode or 0644, mtime = now} (reference __setitem__). Keys are stored
+  /// as given (not validated here: ToDisk / ToArchive refuse unsafe ones). A new key goes to the end of the
+  /// order; an existing key keeps its position.
   void Set(const std::string& path, std::string bytes);
-  /// Stores bytes with explicit meta (used by loaders and decode).
+  /// Stores bytes with explicit meta (used by loaders and decode). An all-empty meta removes the meta entry.
   void Set(const std::string& path, std::string bytes, FileMeta meta);
   /// Removes a file and its meta. Returns true if it existed.
   bool Remove(const std::string& path);
+  /// The meta of a file, or nullptr when none is recorded (e.g. decoded without mode/mtime).
   const FileMeta* Meta(const std::string& path) const;
+  /// Replaces the meta of an existing file (no-op for an absent path).
   void SetMeta(const std::string& path, FileMeta meta);
   /// Keys in insertion order.
   std::vector<std::string> ListFiles() const;
@@ -78,7 +96,8 @@ class MemoryFileMap {
   uint64_t TotalBytes() const;
 
   /// Strips the longest common leading *directory* prefix of all keys (file names excluded; B1/B2 fixed).
-  /// Returns true iff something was stripped. Keys are assumed normalised (loaders strip "./").
+  /// Returns true iff something was stripped. "" and "." components are ignored in the comparison; keys are
+  /// otherwise assumed normalised (loaders strip "./"). Meta is re-keyed with the files; order is kept.
   bool RemoveRootDir();
 
   // ---- writing out ----
@@ -87,7 +106,9 @@ class MemoryFileMap {
   /// the limits BEFORE writing anything. Each file is written to a temp name and renamed.
   /// Throws kUnsafe / kLimit / kIO.
   void ToDisk(const std::filesystem::path& out_dir, const FileMapLimits& limits = {}) const;
-  /// Serialises as an archive (default tar.gz, like the reference's to_tarball("w:gz")).
+  /// Serialises as an archive (default tar.gz, like the reference's to_tarball("w:gz")). Per member: name =
+  /// normalised key, mode = meta mode or 0644, mtime = whole seconds of meta mtime or now, uid/gid 0. Tar is
+  /// pax-restricted (ustar unless a name needs pax). Throws kUnsafe for a key with "..", "/" or empty.
   std::string ToArchive(ArchiveFormat format = ArchiveFormat::kTarGz) const;
 
   // ---- JSON (reference wire format) ----

@@ -116,6 +116,14 @@ struct ProcessOptions {
   size_t output_cap_bytes = 1 << 20;             ///< per stream kept in the result (first+last halves)
   std::optional<uint64_t> output_kill_bytes;     ///< kill when a stream produced more than this in total
 
+  /// Give the child the write end of an extra pipe at descriptor kResultFd (a fixed number, inherited
+  /// across exec) and collect everything written to it into ProcessRun::result_data (capped like a
+  /// stream at output_cap_bytes; raw bytes, not decoded). For a result document the child hands back
+  /// without a path in its working directory (the native harness protocol). Writes count as activity.
+  bool result_pipe = false;
+  /// The descriptor number of the result pipe in the child when result_pipe is set.
+  static constexpr int kResultFd = 6;
+
   /// Called for each complete output line (decoded, escapes stripped, without '\n'; lines longer than
   /// 64 KiB are cut to 64 KiB), from the calling thread of RunProcess. A final line without '\n' is
   /// delivered at the end.
@@ -138,6 +146,9 @@ struct ProcessRun {
   /// "unavailable: …", "cpu": "RLIMIT_CPU", …}.
   std::map<std::string, std::string> limits;
   std::vector<std::string> notes;                ///< anything the caller should know (limits not applied)
+  /// What the child wrote to the result pipe (ProcessOptions::result_pipe); nullopt when no pipe was asked
+  /// for or the child never started.
+  std::optional<std::string> result_data;
 
   /// {"result": ProcessResult JSON, "reason", "containment", "pid", "wall_seconds", "cpu_seconds",
   ///  "peak_rss_bytes" (or null), "stdout_bytes", "stderr_bytes", "end_marker_line" (or null),

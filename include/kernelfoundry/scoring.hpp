@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernelfoundry/json.hpp"
+#include "kernelfoundry/measure.hpp"
 #include "kernelfoundry/results.hpp"
 
 namespace kf {
@@ -85,26 +86,10 @@ inline constexpr double kInvalidSpeedup = 9.999e-10;
 /// The reference's runtime (ms) for a benchmark without any measurement; stored rounded (1e11).
 inline constexpr double kMissingRuntimeMs = 9.999e10;
 
-/// Statistics of one benchmark's per-trial times (ms). std is the population standard deviation
-/// (numpy's default, ddof=0); median averages the two middle values for an even count.
-struct TimingStats {
-  double mean = 0, std = 0, min = 0, max = 0, median = 0;
-  int num_trials = 0;
-
-  /// The reference's stored view: every value rounded to 3 significant digits.
-  TimingStats Rounded() const;
-  /// {"mean","std","min","max","median","speedup":-1,"ref_speed":-1,"num_trials"} of Rounded() (the
-  /// reference's get_timing_stats dict).
-  Json ToReferenceJson() const;
-};
-
-/// Computes the statistics of `ms` (two-pass, like numpy). Throws kf::Error(kInvalidArgument) for an empty
-/// list or a non-finite value — callers check first (a benchmark without times is kNoMeasurement).
-TimingStats ComputeTimingStats(const std::vector<double>& ms);
-
-/// Rounds to `digits` significant decimal digits from the exact binary value (like Python's
-/// float(f"{x:.{digits}g}")); 0 and non-finite values are returned unchanged.
-double RoundSignificant(double x, int digits = 3);
+/// The reference's get_timing_stats dict for `stats` (TimingStats, ComputeTimingStats and RoundSignificant
+/// live in measure.hpp — one implementation): {"mean","std","min","max","median","speedup":-1,
+/// "ref_speed":-1,"num_trials"}, every value rounded to 3 significant digits.
+Json TimingStatsToReferenceJson(const TimingStats& stats);
 
 /// Geometric mean of the values > 0 (others ignored); -1 when there are none. One value is returned as is;
 /// otherwise exp(mean(log)). Never NaN.

@@ -40,11 +40,12 @@ std::string Cell(const Json& v) {
   return DumpJson(v);
 }
 
-/// A number cell: "-" for null and for the reference's "not measured" value -1.
-std::string Number(const Json& v, const char* spec) {
+/// A number cell: "-" for null, for the reference's "not measured" value -1 and, with `hide_sentinel`, for
+/// its "no reference runtime" speedup 9.999e-10.
+std::string Number(const Json& v, const char* spec, bool hide_sentinel = false) {
   if (!v.is_number()) return Cell(v);
   double d = v.get<double>();
-  if (d == -1.0) return "-";
+  if (d == -1.0 || (hide_sentinel && d > 0 && d < 1e-9)) return "-";
   return fmt::format(fmt::runtime(spec), d);
 }
 
@@ -63,7 +64,7 @@ void PrintTable(const std::vector<Json>& rows) {
   for (const auto& r : rows) {
     cells.push_back({Cell(r["id"]), ShortTime(r["timestamp"]), Cell(r["task_name"]), Cell(r["job_id"]),
                      Cell(r["job_status"]), Cell(r["status"]), Cell(r["score"]), Number(r["runtime"], "{:.4g}"),
-                     Number(r["improve_over_native"], "{:.3g}x"), Cell(r["gpu_arch"])});
+                     Number(r["improve_over_native"], "{:.3g}x", true), Cell(r["gpu_arch"])});
   }
   std::vector<size_t> width(header.size());
   for (size_t i = 0; i < header.size(); ++i) {

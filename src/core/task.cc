@@ -12,6 +12,30 @@
 namespace kf {
 namespace {
 
+// True for a task whose config names `harness: native` (C++/OpenCL/CUDA test program, task_sdk.hpp).
+bool IsNativeTaskConfig(const Json& config) {
+  return config.is_object() && config.contains("harness") && config["harness"].is_string() &&
+         config["harness"].get<std::string>() == "native";
+}
+
+// The test names of a native task from config `tests: {correctness: [...], performance: [...]}`; entries
+// that are not strings are ignored (Problems reports empty lists).
+TestLists NativeTestLists(const Json& config) {
+  TestLists lists;
+  if (!config.is_object() || !config.contains("tests") || !config["tests"].is_object()) return lists;
+  const Json& t = config["tests"];
+  auto read = [&](const char* key, std::vector<std::string>* out) {
+    if (!t.contains(key) || !t[key].is_array()) return;
+    for (const Json& n : t[key]) {
+      if (n.is_string()) out->push_back(n.get<std::string>());
+    }
+  };
+  read("correctness", &lists.correctness);
+  read("performance", &lists.profile);
+  return lists;
+}
+
+
 constexpr const char* kNoneStderr =
     "SyntaxError. \n Your output was not in the required format. The code could not be extracted.";
 constexpr const char* kNoneMessage = "One or more blocks to update were None";
@@ -65,7 +89,12 @@ std::pair<Task, TaskMetadata> Task::CreateFromFiles(MemoryFileMap files, const T
 
   task.blocks = GetAllBlocks(files);  // throws on nested / stray / unclosed markers and non-UTF-8 sources
 
-  if (options.discover_tests) {
+  if (options.discover_tests && IsNativeTaskConfig(task.config)) {
+    // Native tasks (harness: native) list their tests in config.yaml; nothing is collected.
+    TestLists lists = NativeTestLists(task.config);
+    task.correctness_tests = std::move(lists.correctness);
+    task.profile_tests = std::move(lists.profile);
+  } else if (options.discover_tests) {
     DiscoveryOptions discovery;
     discovery.cache_dir = options.cache_dir;
     discovery.use_cache = options.use_cache;
@@ -90,10 +119,20 @@ std::pair<Task, TaskMetadata> Task::CreateFromFiles(MemoryFileMap files, const T
 std::vector<std::string> Task::Problems() const {
   std::vector<std::string> problems;
   if (task_data.empty()) problems.push_back("the task has no files");
-  if (!task_data.Contains("task.py")) problems.push_back("task.py is missing at the top level");
-  if (!task_data.Contains("conftest.py")) problems.push_back("conftest.py is missing at the top level");
-  if (correctness_tests.empty()) problems.push_back("no correctness test (a test without @pytest.mark.performance)");
-  if (profile_tests.empty()) problems.push_back("no performance test (mark one with @pytest.mark.performance)");
+  if (IsNativeTaskConfig(config)) {
+    // Native task: a test program built by config `build`/`cmake`; tests listed under config `tests`.
+    if (!config.contains("build") && !config.contains("cmake")) {
+      problems.push_back("config has no build commands (`build: [cmd, ...]` or `cmake: true`)");
+    }
+    TestLists lists = NativeTestLists(config);
+    if (lists.correctness.empty()) problems.push_back("no correctness test (config tests: correctness: [names])");
+    if (lists.profile.empty()) problems.push_back("no performance test (config tests: performance: [names])");
+  } else {
+    if (!task_data.Contains("task.py")) problems.push_back("task.py is missing at the top level");
+    if (!task_data.Contains("conftest.py")) problems.push_back("conftest.py is missing at the top level");
+    if (correctness_tests.empty()) problems.push_back("no correctness test (a test without @pytest.mark.performance)");
+    if (profile_tests.empty()) problems.push_back("no performance test (mark one with @pytest.mark.performance)");
+  }
   if (!blocks.count("EVOLVE")) problems.push_back("no [EVOLVE_START] ... [EVOLVE_END] block in any source file");
   if (!config.is_object() || !config.contains("task_name")) problems.push_back("config has no task_name");
   if (!config.is_object() || !config.contains("job_name")) problems.push_back("config has no job_name");

@@ -20,6 +20,7 @@
 #include <initializer_list>
 
 #include "exec/shepherd.hpp"
+#include "kernelfoundry/process.hpp"
 
 namespace kf::exec_internal {
 namespace {
@@ -28,6 +29,8 @@ namespace {
 constexpr int kSockFd = 3;
 constexpr int kOutFd = 4;
 constexpr int kErrFd = 5;
+constexpr int kResFd = 6;  // the result pipe (ProcessOptions::result_pipe), in the shepherd and the child
+static_assert(kResFd == ProcessOptions::kResultFd);
 
 int64_t NowMs() {
   timespec ts{};
@@ -141,7 +144,13 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
     ChildFail(SpawnStage::kStdio, errno);
   }
   if (plan.cwd != nullptr && chdir(plan.cwd) != 0) ChildFail(SpawnStage::kChdir, errno);
-  CloseFrom(kSockFd + 1);  // the socket itself is close-on-exec: it reports an exec failure
+  if (plan.result_fd >= 0) {  // keep the result pipe at kResFd (dup2 left it inheritable)
+    close(kOutFd);
+    close(kErrFd);
+    CloseFrom(kResFd + 1);
+  } else {
+    CloseFrom(kSockFd + 1);  // the socket itself is close-on-exec: it reports an exec failure
+  }
   execve(plan.path, plan.argv, plan.envp);
   ChildFail(SpawnStage::kExec, errno);
 }
@@ -196,7 +205,13 @@ void RunShepherd(const ShepherdPlan& plan) {
   if (s < 0 || o < 0 || e < 0 || dup3(s, kSockFd, O_CLOEXEC) < 0 || dup2(o, kOutFd) < 0 || dup2(e, kErrFd) < 0) {
     _exit(120);
   }
-  CloseFrom(kErrFd + 1);
+  if (plan.result_fd >= 0) {
+    int r = fcntl(plan.result_fd, F_DUPFD, 10);
+    if (r < 0 || dup2(r, kResFd) < 0) _exit(120);
+    CloseFrom(kResFd + 1);
+  } else {
+    CloseFrom(kErrFd + 1);
+  }
 
   // Signals: defaults everywhere; SIGCHLD and the termination signals arrive through a signalfd.
   struct sigaction dfl{};
@@ -223,6 +238,7 @@ void RunShepherd(const ShepherdPlan& plan) {
   if (child == 0) ChildExec(plan, self);
   close(kOutFd);
   close(kErrFd);
+  if (plan.result_fd >= 0) close(kResFd);
   if (child < 0) {
     Send(MsgType::kSpawnError, static_cast<int32_t>(SpawnStage::kFork), errno);
     Send(MsgType::kDone, 0);

@@ -42,6 +42,7 @@ struct ShepherdPlan {
   const char* cwd = nullptr;                  ///< nullptr = inherit
   int stdout_fd = -1, stderr_fd = -1;         ///< write ends of the output pipes
   int socket_fd = -1;                         ///< the shepherd's end of the socket
+  int result_fd = -1;                         ///< write end of the result pipe, or -1 (none)
   const char* join_files[4] = {};             ///< cgroup.procs files the child writes "0" to
   int n_join_files = 0;
   const char* cgroup_kill = nullptr;          ///< v2 cgroup.kill, or nullptr

@@ -59,7 +59,7 @@ struct Stream {
 class Runner {
  public:
   Runner(const ProcessOptions& o, ProcessRun* run) : o_(o), run_(run), out_(o.output_cap_bytes),
-                                                     err_(o.output_cap_bytes) {}
+                                                     err_(o.output_cap_bytes), res_(o.output_cap_bytes) {}
   ~Runner();
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -79,7 +79,7 @@ class Runner {
   const ProcessOptions& o_;
   ProcessRun* run_;
   RunState st_;
-  Stream out_, err_;
+  Stream out_, err_, res_;
   Fd sock_;
   pid_t shepherd_ = -1;
   Clock::time_point start_, last_activity_;
@@ -177,6 +177,13 @@ void Runner::Spawn() {
   err_.fd.fd = err_pipe[0];
   err_.is_stderr = true;
   Fd err_w(err_pipe[1]);
+  Fd res_w;
+  if (o_.result_pipe) {
+    int res_pipe[2];
+    if (pipe2(res_pipe, O_CLOEXEC) != 0) throw Error(ErrorKind::kIO, std::string("pipe: ") + std::strerror(errno));
+    res_.fd.fd = res_pipe[0];
+    res_w.fd = res_pipe[1];
+  }
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     throw Error(ErrorKind::kIO, std::string("socketpair: ") + std::strerror(errno));
   }
@@ -196,6 +203,7 @@ void Runner::Spawn() {
   plan.stdout_fd = out_w.fd;
   plan.stderr_fd = err_w.fd;
   plan.socket_fd = sock_w.fd;
+  plan.result_fd = res_w.fd;
   for (const auto& f : join_files_) plan.join_files[plan.n_join_files++] = f.c_str();
   plan.cgroup_kill = kill_file_.empty() ? nullptr : kill_file_.c_str();
   plan.cgroup_procs = procs_file_.empty() ? nullptr : procs_file_.c_str();
@@ -211,6 +219,8 @@ void Runner::Spawn() {
   out_w.Reset();
   err_w.Reset();
   sock_w.Reset();
+  res_w.Reset();
+  if (res_.fd.fd >= 0) SetNonBlocking(res_.fd.fd);
   SetNonBlocking(out_.fd.fd);
   SetNonBlocking(err_.fd.fd);
   SetNonBlocking(sock_.fd);
@@ -308,7 +318,7 @@ void Runner::Loop() {
   Clock::time_point next_limit_poll = start_ + milliseconds(50);
   while (true) {
     ReadMessages();
-    if (st_.done && out_.fd.fd < 0 && err_.fd.fd < 0) break;
+    if (st_.done && out_.fd.fd < 0 && err_.fd.fd < 0 && res_.fd.fd < 0) break;
     auto now = Clock::now();
     if (st_.done && !drain_deadline_) drain_deadline_ = now + milliseconds(1000);
     if (drain_deadline_ && now >= *drain_deadline_) break;  // a writer escaped the tree: stop waiting
@@ -359,10 +369,10 @@ void Runner::Loop() {
       auto ms = std::chrono::duration_cast<milliseconds>(*next - now).count() + 1;
       timeout = static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
     }
-    pollfd fds[3];
-    Stream* streams[3] = {nullptr, nullptr, nullptr};
+    pollfd fds[4];
+    Stream* streams[4] = {nullptr, nullptr, nullptr, nullptr};
     nfds_t n = 0;
-    for (Stream* s : {&out_, &err_}) {
+    for (Stream* s : {&out_, &err_, &res_}) {
       if (s->fd.fd >= 0) {
         streams[n] = s;
         fds[n++] = {s->fd.fd, POLLIN, 0};
@@ -394,6 +404,7 @@ void Runner::Finish() {
   st_.stderr_raw = err_.capped.Finish();
   run_->stdout_bytes = out_.capped.total();
   run_->stderr_bytes = err_.capped.total();
+  if (o_.result_pipe && !st_.spawn_error) run_->result_data = res_.capped.Finish();
   if (cgroups_) {
     st_.oom_kills = cgroups_->OomKills();
     st_.pids_hits = cgroups_->PidsMaxHits();

@@ -110,10 +110,7 @@ std::unique_ptr<Harness> MakeHarness(const Task& task) {
     name = "pytest";
   }
   if (name == "pytest") return MakePytestHarness();
-  if (name == "native") {
-    throw Error(ErrorKind::kUnsupported, "the native harness is not available in this build", "config.yaml",
-                "harness");
-  }
+  if (name == "native") return MakeNativeHarness(task.config);
   throw Error(ErrorKind::kUnsupported, "unknown harness '" + name + "' (expected pytest or native)",
               "config.yaml", "harness");
 }

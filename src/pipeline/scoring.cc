@@ -53,7 +53,7 @@ std::optional<std::vector<Bench>> ExtractRuntimes(const std::optional<ProcessRes
 
 /// The reference's stats dict for a benchmark without measurement (runtime kMissingRuntimeMs).
 Json MissingStatsJson(int num_trials) {
-  Json j = ComputeTimingStats({kMissingRuntimeMs}).ToReferenceJson();
+  Json j = TimingStatsToReferenceJson(ComputeTimingStats(std::vector<double>{kMissingRuntimeMs}));
   j["num_trials"] = num_trials;
   return j;
 }
@@ -85,41 +85,8 @@ std::string JoinNames(const std::vector<std::string>& names, const char* sep = "
 
 }  // namespace
 
-double RoundSignificant(double x, int digits) {
-  if (x == 0 || !std::isfinite(x) || digits < 1) return x;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*e", digits - 1, x);  // exact decimal rounding of the binary value
-  return std::strtod(buf, nullptr);
-}
-
-TimingStats ComputeTimingStats(const std::vector<double>& ms) {
-  if (ms.empty()) throw Error(ErrorKind::kInvalidArgument, "timing statistics of an empty list of runtimes");
-  for (double v : ms) {
-    if (!std::isfinite(v)) throw Error(ErrorKind::kInvalidArgument, "timing statistics of a non-finite runtime");
-  }
-  TimingStats s;
-  const double n = static_cast<double>(ms.size());
-  s.num_trials = static_cast<int>(ms.size());
-  s.mean = std::accumulate(ms.begin(), ms.end(), 0.0) / n;
-  double sq = 0;
-  for (double v : ms) sq += (v - s.mean) * (v - s.mean);
-  s.std = std::sqrt(sq / n);  // population std (numpy ddof=0), as in the reference's probes
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  s.min = sorted.front();
-  s.max = sorted.back();
-  size_t mid = sorted.size() / 2;
-  s.median = sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  return s;
-}
-
-TimingStats TimingStats::Rounded() const {
-  return {RoundSignificant(mean), RoundSignificant(std), RoundSignificant(min),
-          RoundSignificant(max),  RoundSignificant(median), num_trials};
-}
-
-Json TimingStats::ToReferenceJson() const {
-  TimingStats r = Rounded();
+Json TimingStatsToReferenceJson(const TimingStats& stats) {
+  TimingStats r = RoundTimingStats(stats);
   Json j = Json::object();
   j["mean"] = r.mean;
   j["std"] = r.std;
@@ -260,7 +227,7 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
       }
     } else {
       TimingStats s = ComputeTimingStats(b.samples);
-      r.runtime_stats[b.name] = s.ToReferenceJson();
+      r.runtime_stats[b.name] = TimingStatsToReferenceJson(s);
       cand_mean[i] = s.mean;
       row.candidate_mean_ms = s.mean;
       row.num_trials = s.num_trials;

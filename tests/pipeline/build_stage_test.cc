@@ -61,7 +61,7 @@ class BuildModes : public ::testing::Test {
     dir_ = tmp_.path() / "build_modes";
     WriteFile(dir_ / "config.yaml",
               "task_name: build_modes\njob_name: build_modes_test\ntask_origin: custom\nlanguage: python\n"
-              "gpu_arch: cpu\nhas_build_step: true\nhas_reference_build_step: true\nbuild_timeout: 4\n"
+              "gpu_arch: cpu\nhas_build_step: true\nhas_reference_build_step: true\nbuild_timeout: 8\n"
               "hyperparameters:\n  buildtime:\n    level: 7\n"
               "eval_config:\n  warmup_min_time: 0.05\n  perf_trials_min_time: 0.1\n");
     WriteFile(dir_ / "conftest.py", "from kernelfoundry.conftest import *\n");
@@ -137,7 +137,7 @@ TEST_F(BuildModes, TimedOutBuildKeepsTerminationMessageAndOutput) {
   o.test_reference = false;
   Evaluation ev = Evaluate(task, std::nullopt, o);
   const ProcessResult& r = *ev.task.build_result->result;
-  EXPECT_EQ(r.message, "Process timed out after 4 seconds\nBuild failed with non-zero return code");
+  EXPECT_EQ(r.message, "Process timed out after 8 seconds\nBuild failed with non-zero return code");
   EXPECT_NE(r.stdout_text.find("building hang for cpu"), std::string::npos);
   EXPECT_EQ(ev.result.status, EvalStatus::kBuildTimeout);
   EXPECT_EQ(ev.result.perf_score, 1);

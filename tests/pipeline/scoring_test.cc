@@ -213,10 +213,10 @@ TEST(ScoringProbe, WorkerInfoNoneIsScored) {
 
 TEST(ScoringProbe, TimingStats) {
   TimingStats s = ComputeTimingStats({1, 2, 3, 4, 10});
-  EXPECT_EQ(s.ToReferenceJson(), Scoring()["get_timing_stats"]);
+  EXPECT_EQ(TimingStatsToReferenceJson(s), Scoring()["get_timing_stats"]);
   EXPECT_DOUBLE_EQ(s.std, std::sqrt(10.0));  // population std
   EXPECT_EQ(ComputeTimingStats({2.0, 2.2}).median, 2.1);
-  EXPECT_EQ(ComputeTimingStats({0.123456, 0.123459}).Rounded().std, 1.5e-06);
+  EXPECT_EQ(RoundTimingStats(ComputeTimingStats({0.123456, 0.123459})).std, 1.5e-06);
   EXPECT_THROW(ComputeTimingStats({}), Error);
   EXPECT_THROW(ComputeTimingStats({1.0, std::nan("")}), Error);
 }

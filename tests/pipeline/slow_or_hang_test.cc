@@ -61,15 +61,15 @@ TEST_F(SlowOrHang, HangEndsAtInactivityLimitWithOutputKept) {
 
 // Golden hang_timeout lost the output ("stdout": ""); ours keeps what pytest printed before the kill.
 TEST_F(SlowOrHang, HangEndsAtWallTimeoutWithOutputKept) {
-  SetConfig("test_timeout: 4\ntest_output_inactivity_timeout: null\n");
+  SetConfig("test_timeout: 8\ntest_output_inactivity_timeout: null\n");
   Evaluation ev = Run("hang");
   EXPECT_EQ(ev.result.status, EvalStatus::kTestTimeout);
   EXPECT_EQ(ev.result.perf_score, 2);
   const ProcessResult& c = *ev.task.test_result->correctness_result;
-  EXPECT_EQ(c.message.value_or(""), "Process timed out after 4 seconds");
+  EXPECT_EQ(c.message.value_or(""), "Process timed out after 8 seconds");
   EXPECT_NE(c.stdout_text.find("test session starts"), std::string::npos);
   EXPECT_NE(c.stdout_text.find("task.py::TestSlowOrHang::test_behaviour"), std::string::npos);
-  EXPECT_NE(ev.result.eval_log.find("Process timed out after 4 seconds"), std::string::npos);
+  EXPECT_NE(ev.result.eval_log.find("Process timed out after 8 seconds"), std::string::npos);
   ExpectNothingLeft();
 }
 

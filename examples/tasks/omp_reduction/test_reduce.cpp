@@ -1,0 +1,55 @@
+// Test program of the omp_reduction task (KernelFoundry task SDK; protocol in kernelfoundry/task_sdk.hpp).
+// Runtime hyperparameter: {"n": elements} (default 4 Mi).
+#define KF_TASK_MAIN
+#include "kernelfoundry/task_sdk.hpp"
+
+#include <cstddef>
+#include <vector>
+
+double kf_sum_squares(const float* x, std::size_t n);  // the candidate (reduce_kernel.cpp)
+
+namespace {
+
+// The reference: a plain serial loop.
+double ReferenceSumSquares(const float* x, std::size_t n) {
+  double s = 0.0;
+  for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return s;
+}
+
+double Run(const std::vector<float>& x) {
+  return kf::sdk::use_reference() ? ReferenceSumSquares(x.data(), x.size()) : kf_sum_squares(x.data(), x.size());
+}
+
+std::vector<float> Input() {
+  std::size_t n = kf::sdk::runtime_params().value("n", std::size_t{1} << 22);
+  std::vector<float> x(n);
+  unsigned state = 12345;
+  for (auto& v : x) {
+    state = state * 1103515245u + 12345u;
+    v = static_cast<float>((state >> 8) % 2001) / 1000.0f - 1.0f;
+  }
+  return x;
+}
+
+}  // namespace
+
+KF_TEST(test_output_shapes_match) {
+  std::vector<float> x(17, 1.0f);
+  std::vector<double> got = {Run(x)};
+  kf::sdk::assert_allclose(got, std::vector<double>{17.0});
+}
+
+KF_TEST(test_values_match) {
+  std::vector<float> x = Input();
+  std::vector<double> got = {Run(x)};
+  std::vector<double> want = {ReferenceSumSquares(x.data(), x.size())};
+  kf::sdk::assert_allclose(got, want, 1e-7, 1e-4);
+}
+
+KF_BENCHMARK(bench_sum_squares) {
+  std::vector<float> x = Input();
+  volatile double sink = 0;
+  kf::sdk::measure_runtime([&] { sink = Run(x); });
+  (void)sink;
+}

@@ -1,0 +1,45 @@
+// The native harness's side of the test-program protocol (documented in include/kernelfoundry/task_sdk.hpp)
+// and the build-input mapping (buildtime hyperparameters -> compile definitions, gpu_arch -> nvcc -arch).
+// Internal to the harness module.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernelfoundry/json.hpp"
+
+namespace kf::native {
+
+/// One test's entry of the result document.
+struct TestStatus {
+  std::string name, kind, status, message;  ///< status: passed | failed | skipped | error
+};
+
+/// The result document a test program writes to its result descriptor.
+struct ResultDoc {
+  std::vector<TestStatus> tests;
+  Json runtimes = Json::object();            ///< {name: [ms, ...]}
+  std::optional<std::string> skipped_reason;
+  int Count(const std::string& status) const;
+};
+
+/// Parses the result document. Throws kf::Error(kParse/kInvalidArgument, file "result document", field) for
+/// malformed JSON or wrong types.
+ResultDoc ParseResultDoc(const std::string& text);
+
+/// pytest-shaped lines for the scoring: "<program>::<name> PASSED|FAILED|SKIPPED" per test and a summary
+/// "==== 2 passed, 1 failed in 0.12s ====" (so ClassifyCorrectness's shape/value/skip logic applies).
+std::string PytestStyleReport(const ResultDoc& doc, const std::string& program, double wall_s);
+
+/// "-DNAME=VALUE ..." from hyperparameters.buildtime (an object; strings unquoted, booleans 1/0, numbers as
+/// JSON). Throws kf::Error(kInvalidArgument, "config.yaml", "hyperparameters.buildtime.<name>") for a name that
+/// is not an identifier or a value that is not a scalar or contains whitespace/quotes.
+std::vector<std::string> BuildtimeDefines(const Json& hyperparameters);
+
+/// Maps a gpu_arch to nvcc's -arch flag: "80", "sm_80", "8.0", "sm80" -> "-arch=sm_80"; "native" ->
+/// "-arch=native"; "cpu", "" or anything else -> "" (nvcc's default architecture). Only the first entry of a
+/// comma list is used.
+std::string NvccArchFlag(const std::string& gpu_arch);
+
+}  // namespace kf::native

@@ -1,0 +1,96 @@
+// The native harness end to end through `kf run` (real builds with g++ and PoCL): the OpenCL matmul with its
+// faster candidate is correct with a speedup and stored in SQLite; the wrong candidate is a value mismatch;
+// a kernel that loops forever is a test timeout with no process left. Plus the protocol helpers.
+#include <gtest/gtest.h>
+
+#include "harness/native_protocol.hpp"
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/json.hpp"
+#include "pipeline_util.hpp"
+
+namespace kf {
+namespace {
+
+using testing::ReadFile;
+using testing::RunShell;
+using testing::TempDir;
+
+std::filesystem::path Example(const std::string& kind, const std::string& name) {
+  return testing::SourceDir() / "examples" / kind / name;
+}
+
+// `kf run` on a copy of examples/tasks/<task> with candidates/<task>/<file>; returns (rc, output, json).
+std::tuple<int, std::string, Json> RunNative(const TempDir& tmp, const std::string& task, const std::string& file,
+                                             const std::string& extra = "") {
+  testing::UseTestCache();
+  std::filesystem::path dir = tmp.path() / task;
+  testing::CopyTree(Example("tasks", task), dir);
+  std::filesystem::path out = tmp.path() / (file + ".json");
+  std::string cmd = "TMPDIR='" + tmp.path().string() + "' KF_CACHE_DIR='" + std::getenv("KF_CACHE_DIR") + "' '" +
+                    (testing::BinaryDir() / "kf").string() + "' run '" + dir.string() + "' --candidate '" +
+                    Example("candidates", task).string() + "/" + file + "' --db '" +
+                    (tmp.path() / "kernels.sqlite3").string() + "' --json '" + out.string() + "' " + extra;
+  auto [rc, text] = RunShell(cmd);
+  Json j = std::filesystem::exists(out) ? ParseJson(ReadFile(out), out.string()) : Json();
+  return {rc, text, j};
+}
+
+TEST(NativeProtocol, ParsesTheResultDocumentAndWritesAPytestShapedReport) {
+  native::ResultDoc doc = native::ParseResultDoc(
+      R"({"tests":[{"name":"test_output_shapes_match","kind":"correctness","status":"passed","message":""},)"
+      R"({"name":"test_values_match","kind":"correctness","status":"failed","message":"values mismatch"}],)"
+      R"("runtimes":{},"skipped_reason":null})");
+  ASSERT_EQ(doc.tests.size(), 2u);
+  EXPECT_EQ(doc.Count("failed"), 1);
+  std::string report = native::PytestStyleReport(doc, "test_kernel", 0.5);
+  EXPECT_NE(report.find("test_kernel::test_output_shapes_match PASSED"), std::string::npos) << report;
+  EXPECT_NE(report.find("test_kernel::test_values_match FAILED - values mismatch"), std::string::npos) << report;
+  EXPECT_NE(report.find("= 1 failed, 1 passed in 0.50s ="), std::string::npos) << report;
+  EXPECT_THROW(native::ParseResultDoc(R"({"tests":[{"name":"x","status":"maybe"}]})"), Error);
+  EXPECT_THROW(native::ParseResultDoc("not json"), Error);
+}
+
+TEST(NativeProtocol, DefinesAndNvccArch) {
+  Json hp = ParseJson(R"({"buildtime":{"TILE":16,"USE_X":true,"MODE":"fast"}})", "hp");
+  EXPECT_EQ(native::BuildtimeDefines(hp), (std::vector<std::string>{"-DTILE=16", "-DUSE_X=1", "-DMODE=fast"}));
+  EXPECT_THROW(native::BuildtimeDefines(ParseJson(R"({"buildtime":{"A B":1}})", "hp")), Error);
+  EXPECT_THROW(native::BuildtimeDefines(ParseJson(R"({"buildtime":{"A":"x; rm"}})", "hp")), Error);
+  EXPECT_EQ(native::NvccArchFlag("80"), "-arch=sm_80");
+  EXPECT_EQ(native::NvccArchFlag("sm_90a"), "-arch=sm_90a");
+  EXPECT_EQ(native::NvccArchFlag("8.6"), "-arch=sm_86");
+  EXPECT_EQ(native::NvccArchFlag("native"), "-arch=native");
+  EXPECT_EQ(native::NvccArchFlag("cpu"), "");
+}
+
+TEST(NativeHarnessE2E, OclMatmulFastIsCorrectWithSpeedupAndStored) {
+  TempDir tmp;
+  auto [rc, out, j] = RunNative(tmp, "ocl_matmul", "fast.cl");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(j["status"], "correct") << out;
+  EXPECT_GT(j["speedup"].get<double>(), 1.0) << out;
+  auto [qrc, rows] = RunShell("sqlite3 '" + (tmp.path() / "kernels.sqlite3").string() +
+                              "' 'select count(*) from kernels' 2>&1 || true");
+  (void)qrc;
+  if (rows.find("not found") == std::string::npos) {
+    EXPECT_EQ(rows, "1\n");
+  }
+}
+
+TEST(NativeHarnessE2E, OclMatmulWrongIsAValueMismatch) {
+  TempDir tmp;
+  auto [rc, out, j] = RunNative(tmp, "ocl_matmul", "wrong.cl", "--no-reference");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_EQ(j["status"], "value_mismatch") << out;
+}
+
+TEST(NativeHarnessE2E, OclMatmulHangIsATestTimeoutWithNoProcessLeft) {
+  TempDir tmp;
+  // A short test limit: override test_timeout in the copied config.
+  auto [rc, out, j] = RunNative(tmp, "ocl_matmul", "hang.cl", "--no-reference");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_EQ(j["status"], "test_timeout") << out;
+  EXPECT_TRUE(testing::ProcessesUnder(tmp.path()).empty());
+}
+
+}  // namespace
+}  // namespace kf
