@@ -14,10 +14,10 @@
 namespace kf {
 namespace {
 
-constexpr const char* kExtensions[] = {".sycl", ".cu",  ".cpp", ".cxx",  ".cc",   ".c",   ".hpp",
-                                       ".hxx",  ".hh",  ".h",   ".inl",  ".py",   ".md",  ".txt",
-                                       ".cl",   ".yml", ".yaml", ".sh",  ".ps1",  ".json", ".toml",
-                                       ".ini",  ".cfg", ".cmake", ".bat", ".cmd"};
+/// The reference's allow-list of scanned file extensions (spec §1.7), matched with a case-sensitive endswith.
+constexpr const char* kExtensions[] = {".sycl", ".cu",  ".cpp", ".cxx",   ".cc",  ".c",    ".hpp", ".hxx", ".hh",
+                                       ".h",    ".inl", ".py",  ".md",    ".txt", ".cl",   ".yml", ".yaml", ".sh",
+                                       ".ps1",  ".json", ".toml", ".ini", ".cfg", ".cmake", ".bat", ".cmd"};
 
 /// One line of the text: [begin, content_end) is the text, [content_end, end) the terminator.
 struct Line {

@@ -199,19 +199,16 @@ const char* SpawnStageName(SpawnStage stage) {
 
 void RunShepherd(const ShepherdPlan& plan) {
   // Descriptors: socket, stdout, stderr at 3, 4, 5; everything else closed (other runs' pipes included).
+  // All are first copied above 10, so no dup2 below can clobber a source that sits at 3..6.
   int s = fcntl(plan.socket_fd, F_DUPFD_CLOEXEC, 10);
   int o = fcntl(plan.stdout_fd, F_DUPFD, 10);
   int e = fcntl(plan.stderr_fd, F_DUPFD, 10);
-  if (s < 0 || o < 0 || e < 0 || dup3(s, kSockFd, O_CLOEXEC) < 0 || dup2(o, kOutFd) < 0 || dup2(e, kErrFd) < 0) {
+  int res = plan.result_fd >= 0 ? fcntl(plan.result_fd, F_DUPFD, 10) : -1;
+  if (s < 0 || o < 0 || e < 0 || (plan.result_fd >= 0 && res < 0) || dup3(s, kSockFd, O_CLOEXEC) < 0 ||
+      dup2(o, kOutFd) < 0 || dup2(e, kErrFd) < 0 || (res >= 0 && dup2(res, kResFd) < 0)) {
     _exit(120);
   }
-  if (plan.result_fd >= 0) {
-    int r = fcntl(plan.result_fd, F_DUPFD, 10);
-    if (r < 0 || dup2(r, kResFd) < 0) _exit(120);
-    CloseFrom(kResFd + 1);
-  } else {
-    CloseFrom(kErrFd + 1);
-  }
+  CloseFrom(res >= 0 ? kResFd + 1 : kErrFd + 1);
 
   // Signals: defaults everywhere; SIGCHLD and the termination signals arrive through a signalfd.
   struct sigaction dfl{};

@@ -43,7 +43,7 @@ Json TypeTemplateArgument(const std::string& raw) {
 // B13: the documented eval_config measurement knobs, wired into the pytest plugin's measure_runtime
 // defaults (KERNELFOUNDRY_MEASURE_OPTIONS). Only keys the config sets are passed; num_perf_trials is the
 // minimum number of timed trials. Empty when none is set.
-std::string MeasureOptions(const Json& config) {
+std::string MeasureOptionsJson(const Json& config) {
   if (!config.is_object() || !config.contains("eval_config") || !config["eval_config"].is_object()) return "";
   const Json& ec = config["eval_config"];
   static const std::pair<const char*, const char*> kKeys[] = {{"warmup_min_time", "warmup_min_time"},
@@ -122,7 +122,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
     runtime_params = task.hyperparameters["runtime"];
   }
   std::map<std::string, std::string> env = {{"KF_CACHE_DIR", std::filesystem::absolute(DefaultCacheDir()).string()}};
-  if (std::string m = MeasureOptions(task.config); !m.empty()) env["KERNELFOUNDRY_MEASURE_OPTIONS"] = m;
+  if (std::string m = MeasureOptionsJson(task.config); !m.empty()) env["KERNELFOUNDRY_MEASURE_OPTIONS"] = m;
   for (const std::string& arch : archs) {
     WorkDir dir(options.work_root, "kf_test_", options.keep_workdir);
     if (options.keep_workdir) out.kept_dirs.push_back(dir.path());

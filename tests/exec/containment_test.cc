@@ -144,7 +144,9 @@ TEST_P(Containment, AllocationAboveMemoryLimit) {
   EXPECT_EQ(run.result.stdout_text.find("allocated"), std::string::npos);
   EXPECT_EQ(*run.result.message, "Process exceeded the memory limit of 104857600 bytes");
   EXPECT_FALSE(run.limits["memory"].empty());
-  if (GetParam()) EXPECT_EQ(run.limits["memory"].rfind("RLIMIT_AS", 0), 0u);
+  if (GetParam()) {
+    EXPECT_EQ(run.limits["memory"].rfind("RLIMIT_AS", 0), 0u);
+  }
 }
 
 TEST_P(Containment, PeakMemoryAndCpuAreReported) {
@@ -228,7 +230,9 @@ TEST_P(Containment, ConcurrentEscapists) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, Containment, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Subreaper" : "Cgroup"; });
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "Subreaper" : "Cgroup";
+                         });
 
 }  // namespace
 }  // namespace kf
