@@ -66,11 +66,14 @@ std::string FormatSeconds(std::chrono::milliseconds ms) {
 
 namespace {
 
-/// Signs of an allocation failure under RLIMIT_AS in what the child printed.
-bool LooksLikeAllocationFailure(const RunState& st) {
-  constexpr std::array<std::string_view, 5> kSigns = {"MemoryError", "bad_alloc", "Cannot allocate memory",
-                                                      "out of memory", "Out of memory"};
-  for (auto sign : kSigns) {
+/// Signs of an allocation failure under RLIMIT_AS, and of EFBIG, in what the child printed.
+constexpr std::array<std::string_view, 5> kAllocationFailure = {
+    "MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory", "Out of memory"};
+constexpr std::array<std::string_view, 1> kFileTooLarge = {"File too large"};
+
+template <size_t N>
+bool MentionsAny(const RunState& st, const std::array<std::string_view, N>& signs) {
+  for (auto sign : signs) {
     if (st.stderr_raw.find(sign) != std::string::npos || st.stdout_raw.find(sign) != std::string::npos) {
       return true;
     }
@@ -147,14 +150,15 @@ void BuildProcessRun(const ProcessOptions& o, const RunState& st, ProcessRun* ru
       }
     } else if (st.oom_kills > 0) {
       reason = TerminationReason::kMemoryLimit;
-    } else if (st.pids_hits > 0 && returncode != 0) {
+    } else if (st.pids_hits > 0) {  // forks were refused: the run did not get what it asked for
       reason = TerminationReason::kProcessLimit;
     } else if (signaled && (sig == SIGXCPU || (sig == SIGKILL && o.cpu_limit_seconds &&
                                               run->cpu_seconds >= static_cast<double>(*o.cpu_limit_seconds)))) {
       reason = TerminationReason::kCpuLimit;
-    } else if (signaled && sig == SIGXFSZ && o.file_size_limit_bytes) {
-      reason = TerminationReason::kFileSizeLimit;
-    } else if (returncode != 0 && rlimit_memory && LooksLikeAllocationFailure(st)) {
+    } else if (o.file_size_limit_bytes && ((signaled && sig == SIGXFSZ) ||
+                                           (returncode != 0 && MentionsAny(st, kFileTooLarge)))) {
+      reason = TerminationReason::kFileSizeLimit;  // programs that ignore SIGXFSZ (Python) see EFBIG
+    } else if (returncode != 0 && rlimit_memory && MentionsAny(st, kAllocationFailure)) {
       reason = TerminationReason::kMemoryLimit;
     } else if (signaled) {
       reason = TerminationReason::kSignaled;

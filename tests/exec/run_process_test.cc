@@ -63,18 +63,21 @@ TEST(RunProcess, SpawnFailures) {
   ProcessRun missing = RunProcess(Cmd({"kf-no-such-command-xyz"}));
   EXPECT_EQ(missing.reason, TerminationReason::kSpawnFailed);
   EXPECT_EQ(missing.result.returncode, -1);
-  EXPECT_EQ(*missing.result.message, "Failed to start kf-no-such-command-xyz: not found in PATH");
+  EXPECT_EQ(missing.result.message.value_or("<none>"),
+            "Failed to start kf-no-such-command-xyz: not found in PATH");
 
-  ProcessRun not_exec = RunProcess(Cmd({"/etc/hostname"}));
+  kf::testing::TempDir dir;
+  kf::testing::WriteFile(dir.path() / "script.sh", "#!/bin/sh\necho hi\n");  // no exec bit
+  ProcessRun not_exec = RunProcess(Cmd({(dir.path() / "script.sh").string()}));
   EXPECT_EQ(not_exec.reason, TerminationReason::kSpawnFailed);
-  EXPECT_NE(not_exec.result.message->find("exec: Permission denied"), std::string::npos)
-      << *not_exec.result.message;
+  EXPECT_NE(not_exec.result.message.value_or("").find("exec: Permission denied"), std::string::npos)
+      << not_exec.result.message.value_or("<none>");
 
   ProcessOptions bad_cwd = Cmd({"true"});
   bad_cwd.cwd = "/nonexistent/dir";
   ProcessRun run = RunProcess(bad_cwd);
   EXPECT_EQ(run.reason, TerminationReason::kSpawnFailed);
-  EXPECT_NE(run.result.message->find("working directory: No such file"), std::string::npos);
+  EXPECT_NE(run.result.message.value_or("").find("working directory: No such file"), std::string::npos);
 }
 
 TEST(RunProcess, CwdAndStdinDevNull) {
@@ -108,7 +111,7 @@ TEST(RunProcess, WallTimeoutKillsTreeAndKeepsOutput) {
   EXPECT_GE(wall, 1.9);
   EXPECT_EQ(run.reason, TerminationReason::kWallTimeout);
   EXPECT_EQ(run.result.returncode, -15);
-  EXPECT_EQ(*run.result.message, "Process timed out after 2 seconds");
+  EXPECT_EQ(run.result.message.value_or("<none>"), "Process timed out after 2 seconds");
   EXPECT_EQ(run.result.stdout_text.rfind("start\nbg ", 0), 0u) << run.result.stdout_text;
   auto bg = exec_test::PidsAfter(run.result.stdout_text, "bg");
   ASSERT_EQ(bg.size(), 1u);
@@ -129,7 +132,7 @@ TEST(RunProcess, SleepWithTwoSecondTimeout) {
 TEST(RunProcess, FractionalTimeoutMessage) {
   ProcessOptions o = Cmd({"sleep", "1000"});
   o.wall_timeout = 500ms;
-  EXPECT_EQ(*RunProcess(o).result.message, "Process timed out after 0.5 seconds");
+  EXPECT_EQ(RunProcess(o).result.message.value_or("<none>"), "Process timed out after 0.5 seconds");
 }
 
 TEST(RunProcess, ProbeInactivityAndPartialLine) {
@@ -143,7 +146,7 @@ TEST(RunProcess, ProbeInactivityAndPartialLine) {
     EXPECT_EQ(run.reason, TerminationReason::kInactivity) << name;
     EXPECT_EQ(run.result.returncode, p["returncode"]) << name;
     EXPECT_EQ(run.result.stdout_text, p["stdout"]) << name;
-    EXPECT_EQ(*run.result.message, p["message"]) << name;
+    EXPECT_EQ(run.result.message.value_or("<none>"), p["message"]) << name;
   }
 }
 
@@ -163,7 +166,7 @@ TEST(RunProcess, ProbeLiteralEndMarkerLingering) {
   EXPECT_EQ(run.reason, TerminationReason::kEndMarkerGrace);
   EXPECT_EQ(run.result.returncode, p["returncode"]);
   EXPECT_EQ(run.result.stdout_text, p["stdout"]);
-  EXPECT_EQ(*run.result.message, p["message"]);
+  EXPECT_EQ(run.result.message.value_or("<none>"), p["message"]);
   EXPECT_EQ(*run.end_marker_line, "DONE_MARK");
   EXPECT_LT(run.wall_seconds, 3.0);
 }
@@ -177,7 +180,7 @@ TEST(RunProcess, ProbePytestMarkerLingering) {
     EXPECT_EQ(run.reason, TerminationReason::kEndMarkerGrace) << name;
     EXPECT_EQ(run.result.returncode, p["returncode"]) << name;
     EXPECT_EQ(run.result.stdout_text, p["stdout"]) << name;
-    EXPECT_EQ(*run.result.message, p["message"]) << name;
+    EXPECT_EQ(run.result.message.value_or("<none>"), p["message"]) << name;
     EXPECT_LT(run.wall_seconds, 3.0) << name;
   }
 }
@@ -231,7 +234,7 @@ for fd in (1, 2):
     put(fd, b'\x98\x80 start\n')
 line = b'\x1b[31mred\x1b[0m \xff\xfe nul:\x00 ' + b'x' * 70 + b'\n'
 block = line * 1000
-for i in range(100):
+for i in range(110):
     put(1, block)
     put(2, block)
 put(1, b'END-OUT\n')
@@ -265,7 +268,7 @@ TEST(RunProcess, OutputKillLimit) {
   ProcessRun run = RunProcess(o);
   EXPECT_EQ(run.reason, TerminationReason::kOutputLimit);
   EXPECT_EQ(run.result.returncode, -9);
-  EXPECT_EQ(*run.result.message, "Process output exceeded 1048576 bytes");
+  EXPECT_EQ(run.result.message.value_or("<none>"), "Process output exceeded 1048576 bytes");
 }
 
 TEST(RunProcess, CpuLimit) {
@@ -280,13 +283,21 @@ TEST(RunProcess, CpuLimit) {
 
 TEST(RunProcess, FileSizeLimit) {
   kf::testing::TempDir dir;
-  ProcessOptions o = Py("open('big', 'wb').write(b'0' * 3000000)");
+  ProcessOptions o = Sh("exec head -c 3000000 /dev/zero > big");
   o.cwd = dir.path();
   o.file_size_limit_bytes = 1 << 20;
   ProcessRun run = RunProcess(o);
   EXPECT_EQ(run.reason, TerminationReason::kFileSizeLimit);
   EXPECT_EQ(run.result.returncode, -SIGXFSZ);
-  EXPECT_LE(std::filesystem::file_size(dir.path() / "big"), 1u << 20);
+  EXPECT_EQ(run.result.message.value_or("<none>"), "Process exceeded the file size limit of 1048576 bytes");
+  EXPECT_EQ(std::filesystem::file_size(dir.path() / "big"), 1u << 20);
+  // Python ignores SIGXFSZ: the write fails with EFBIG ("File too large") and it exits 1.
+  ProcessOptions py = Py("open('big2', 'wb').write(b'0' * 3000000)");
+  py.cwd = dir.path();
+  py.file_size_limit_bytes = 1 << 20;
+  ProcessRun run2 = RunProcess(py);
+  EXPECT_EQ(run2.result.returncode, 1);
+  EXPECT_EQ(run2.reason, TerminationReason::kFileSizeLimit);
 }
 
 TEST(RunProcess, ManyConcurrentRuns) {
