@@ -230,8 +230,9 @@ void RunShepherd(const ShepherdPlan& plan) {
   }
 
   const pid_t self = getpid();
-  // A raw clone: no atfork handlers (they may take locks that another thread of the runner held).
-  pid_t child = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
+  // vfork: no atfork handlers (they may take locks another thread of the runner held) and no copy of the
+  // address space; the child runs only syscalls until execve/_exit, the shepherd waits meanwhile.
+  pid_t child = vfork();
   if (child == 0) ChildExec(plan, self);
   close(kOutFd);
   close(kErrFd);
