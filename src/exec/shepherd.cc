@@ -155,15 +155,16 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
   ChildFail(SpawnStage::kExec, errno);
 }
 
-/// Reaps every exited child. Returns true when no child is left.
-bool ReapAll(pid_t main_pid, bool* main_done) {
+/// Reaps every exited child; the main child's wait status goes to *main_status. Returns true when no
+/// child is left.
+bool ReapAll(pid_t main_pid, bool* main_done, int* main_status) {
   while (true) {
     int status = 0;
     pid_t p = waitpid(-1, &status, WNOHANG | __WALL);
     if (p > 0) {
       if (p == main_pid) {
         *main_done = true;
-        Send(MsgType::kChildExit, status);
+        *main_status = status;
       }
       continue;
     }
@@ -260,9 +261,15 @@ void RunShepherd(const ShepherdPlan& plan) {
     next_round = NowMs() + 20;
   };
 
+  int main_status = 0;
+  bool exit_sent = false;
   while (true) {
-    bool none_left = ReapAll(child, &main_done);
-    if (main_done && none_left) break;
+    bool none_left = ReapAll(child, &main_done, &main_status);
+    if (main_done && none_left) break;  // the common case: kDone carries the status (one wakeup less)
+    if (main_done && !exit_sent) {
+      Send(MsgType::kChildExit, main_status);
+      exit_sent = true;
+    }
     if (main_done) start_terminate();  // leftovers of the tree
     int64_t now = NowMs();
     if (!hard && term_deadline >= 0 && now >= term_deadline) start_kill();
@@ -307,7 +314,7 @@ void RunShepherd(const ShepherdPlan& plan) {
   }
   rusage ru{};
   getrusage(RUSAGE_CHILDREN, &ru);
-  Send(MsgType::kDone, 0, 0, 0, static_cast<int64_t>(ru.ru_utime.tv_sec) * 1'000'000 + ru.ru_utime.tv_usec,
+  Send(MsgType::kDone, main_status, 1, 0, static_cast<int64_t>(ru.ru_utime.tv_sec) * 1'000'000 + ru.ru_utime.tv_usec,
        static_cast<int64_t>(ru.ru_stime.tv_sec) * 1'000'000 + ru.ru_stime.tv_usec, ru.ru_maxrss);
   _exit(0);
 }

@@ -4,7 +4,8 @@
 //
 // Protocol over one AF_UNIX SOCK_SEQPACKET socket (one message = one ShepherdMsg):
 //   shepherd -> runner: kNetwork (when no_network), kStarted, kSpawnError (also sent by the child itself
-//                       when exec fails), kChildExit (wait status of the main child), kDone (tree gone,
+//                       when exec fails), kChildExit (wait status of the main child, when leftovers of
+//                       its tree are still being killed), kDone (tree gone, the main child's status,
 //                       rusage of the whole tree); then the shepherd exits.
 //   runner -> shepherd: one byte, kCmdTerminate or kCmdKill; EOF (the runner died) = kill the tree.
 // When the main child exits, leftovers of its tree get SIGTERM and kill_grace later SIGKILL.
@@ -22,8 +23,10 @@ const char* SpawnStageName(SpawnStage stage);
 
 struct ShepherdMsg {
   MsgType type;
-  int32_t a;        ///< kStarted: pid; kNetwork: 1 isolated / 0 not; kSpawnError: SpawnStage; kChildExit: status
-  int32_t b;        ///< errno (kNetwork: of the failed step, 0 = ok; kSpawnError)
+  int32_t a;        ///< kStarted: pid; kNetwork: 1 isolated / 0 not; kSpawnError: SpawnStage;
+                    ///< kChildExit, kDone: wait status of the main child
+  int32_t b;        ///< errno (kNetwork: of the failed step, 0 = ok; kSpawnError); kDone: 1 = a holds the
+                    ///< main child's wait status (kChildExit is only sent when leftovers must be killed)
   int32_t c;        ///< kNetwork: errno of bringing up lo (0 = ok)
   int64_t x, y, z;  ///< kDone: user µs, system µs, max rss KiB of the tree
 };

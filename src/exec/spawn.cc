@@ -297,6 +297,7 @@ void Runner::ReadMessages() {
         st_.main_status = m.a;
         break;
       case MsgType::kDone:
+        if (m.b == 1 && !st_.main_status) st_.main_status = m.a;
         st_.cpu_us = m.x + m.y;
         st_.maxrss_kib = m.z;
         st_.done = true;
