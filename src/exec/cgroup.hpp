@@ -38,8 +38,10 @@ class RunCgroups {
   bool containment_v2() const { return !v2_dir_.empty(); }
   bool memory_enforced() const { return !mem_dir_.empty(); }
   bool pids_enforced() const { return !pids_dir_.empty(); }
-  /// cgroup.procs files the child writes "0" to before exec.
-  std::vector<std::string> JoinFiles() const;
+  /// The v2 leaf ("" without one): the child is cloned into it (CLONE_INTO_CGROUP) or joins it.
+  const std::string& V2Dir() const { return v2_dir_; }
+  /// cgroup v1 cgroup.procs files the child writes "0" to before exec.
+  std::vector<std::string> V1JoinFiles() const;
   /// v2 cgroup.kill ("" when unavailable) and cgroup.procs ("" without v2).
   std::string KillFile() const;
   std::string ProcsFile() const;

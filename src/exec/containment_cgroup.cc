@@ -267,9 +267,8 @@ RunCgroups::~RunCgroups() {
   }
 }
 
-std::vector<std::string> RunCgroups::JoinFiles() const {
+std::vector<std::string> RunCgroups::V1JoinFiles() const {
   std::vector<std::string> files;
-  if (!v2_dir_.empty()) files.push_back(v2_dir_ + "/cgroup.procs");
   if (mem_v1_) files.push_back(mem_dir_ + "/cgroup.procs");
   if (pids_v1_) files.push_back(pids_dir_ + "/cgroup.procs");
   return files;

@@ -46,7 +46,9 @@ struct ShepherdPlan {
   int stdout_fd = -1, stderr_fd = -1;         ///< write ends of the output pipes
   int socket_fd = -1;                         ///< the shepherd's end of the socket
   int result_fd = -1;                         ///< write end of the result pipe, or -1 (none)
-  const char* join_files[4] = {};             ///< cgroup.procs files the child writes "0" to
+  int cgroup_fd = -1;                         ///< v2 leaf directory: the child is cloned into it, or -1
+  const char* v2_join_file = nullptr;         ///< its cgroup.procs, written when clone3 is unavailable
+  const char* join_files[4] = {};             ///< cgroup v1 cgroup.procs files the child writes "0" to
   int n_join_files = 0;
   const char* cgroup_kill = nullptr;          ///< v2 cgroup.kill, or nullptr
   const char* cgroup_procs = nullptr;         ///< v2 cgroup.procs (to signal members), or nullptr

@@ -87,7 +87,8 @@ class Runner {
   std::unique_ptr<RunCgroups> cgroups_;
   // Spawn plan storage (kept alive until the fork).
   std::vector<std::string> args_, env_, join_files_;
-  std::string path_, cwd_, kill_file_, procs_file_;
+  std::string path_, cwd_, kill_file_, procs_file_, v2_join_file_;
+  Fd cgroup_dir_;
   std::vector<RlimitSetting> rlimits_;
 };
 
@@ -130,12 +131,22 @@ bool Runner::Prepare() {
 
   if (!o_.force_subreaper) {
     cgroups_ = std::make_unique<RunCgroups>(o_, &run_->limits, &run_->notes);
-    join_files_ = cgroups_->JoinFiles();
+    join_files_ = cgroups_->V1JoinFiles();
+    if (cgroups_->containment_v2()) {
+      v2_join_file_ = cgroups_->V2Dir() + "/cgroup.procs";
+      cgroup_dir_.fd = open(cgroups_->V2Dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
     kill_file_ = cgroups_->KillFile();
     procs_file_ = cgroups_->ProcsFile();
     if (cgroups_->containment_v2()) run_->containment = ContainmentMethod::kCgroupV2;
   }
   auto add_rlimit = [&](int resource, uint64_t soft, uint64_t hard) {
+    // Without privilege a hard limit cannot be raised: clamp to ours (stricter than asked, never looser).
+    rlimit current{};
+    if (geteuid() != 0 && getrlimit(resource, &current) == 0 && current.rlim_max != RLIM_INFINITY) {
+      soft = std::min<uint64_t>(soft, current.rlim_max);
+      hard = std::min<uint64_t>(hard, current.rlim_max);
+    }
     rlimits_.push_back({resource, soft, hard});
   };
   if (o_.memory_limit_bytes && !(cgroups_ && cgroups_->memory_enforced())) {
@@ -204,6 +215,8 @@ void Runner::Spawn() {
   plan.stderr_fd = err_w.fd;
   plan.socket_fd = sock_w.fd;
   plan.result_fd = res_w.fd;
+  plan.cgroup_fd = cgroup_dir_.fd;
+  plan.v2_join_file = v2_join_file_.empty() ? nullptr : v2_join_file_.c_str();
   for (const auto& f : join_files_) plan.join_files[plan.n_join_files++] = f.c_str();
   plan.cgroup_kill = kill_file_.empty() ? nullptr : kill_file_.c_str();
   plan.cgroup_procs = procs_file_.empty() ? nullptr : procs_file_.c_str();
@@ -220,6 +233,7 @@ void Runner::Spawn() {
   err_w.Reset();
   sock_w.Reset();
   res_w.Reset();
+  cgroup_dir_.Reset();
   if (res_.fd.fd >= 0) SetNonBlocking(res_.fd.fd);
   SetNonBlocking(out_.fd.fd);
   SetNonBlocking(err_.fd.fd);
@@ -293,8 +307,9 @@ void Runner::ReadMessages() {
         st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": " +
                           SpawnStageName(static_cast<SpawnStage>(m.a)) + ": " + std::strerror(m.b);
         break;
-      case MsgType::kChildExit:
+      case MsgType::kChildExit:  // leftovers of the tree are being killed now: bound that too
         st_.main_status = m.a;
+        if (!watchdog_) watchdog_ = Clock::now() + o_.kill_grace + milliseconds(3000);
         break;
       case MsgType::kDone:
         if (m.b == 1 && !st_.main_status) st_.main_status = m.a;
