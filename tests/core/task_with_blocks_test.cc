@@ -85,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{"multi_block_dict", "multi_block"},
                       std::pair{"multi_block_dict_partial_first_only", "multi_block"},
                       std::pair{"empty_string_content", "relu_cpu"}),
-    [](const auto& info) { return info.param.first; });
+    [](const auto& param_info) { return param_info.param.first; });
 
 // The None failure path: an empty file map, the old blocks, the reference's extract_code_result.
 TEST(WithBlocksNone, MatchesReferenceExactly) {
