@@ -50,8 +50,9 @@ int RunRun(const RunOptions& o) {
   LoadedTask loaded = LoadTask(o.task, /*discover_tests=*/true);
   loaded.task.Validate();
   // Merge precedence of the reference's driver: task config < overrides.yml (spec §1.5).
-  if (loaded.metadata.is_object() && loaded.metadata.contains("overrides") && loaded.metadata["overrides"].is_object()) {
-    loaded.task.ApplyConfig(MergeConfig(loaded.task.config, loaded.metadata["overrides"]));
+  const Json& meta = loaded.metadata;
+  if (meta.is_object() && meta.contains("overrides") && meta["overrides"].is_object()) {
+    loaded.task.ApplyConfig(MergeConfig(loaded.task.config, meta["overrides"]));
   }
   std::optional<BlockUpdate> candidate = ReadCandidate(o);
 
@@ -101,7 +102,8 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("run", "Build, test, time, score and store one candidate (exit 0 if correct)");
   cmd->add_option("TASK", o->task, "Task package (directory or archive) or encoded task (.json)")->required();
   auto* cand = cmd->add_option("--candidate", o->candidate, "File with the new EVOLVE block content");
-  auto* blocks = cmd->add_option("--blocks", o->blocks, "JSON block update {KEY: {path: [content]}} or {KEY: content}");
+  auto* blocks =
+      cmd->add_option("--blocks", o->blocks, "JSON block update {KEY: {path: [content]}} or {KEY: content}");
   cand->excludes(blocks);
   cmd->add_option("--gpu-arch", o->gpu_arch, "Override config gpu_arch (comma list = several archs)");
   cmd->add_flag("--no-reference", o->no_reference, "Do not build/test the reference (no speedup)");

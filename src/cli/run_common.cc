@@ -235,10 +235,11 @@ Json EvaluationJson(const Evaluation& ev, const std::optional<RecordedRun>& reco
   j["combined_score"] = ev.combined_score;
   j["correct"] = IsCorrectVerdict(r);
   j["result"] = r.ToJson();
-  j["build_result"] = ev.task.build_result ? ev.task.build_result->Encode() : Json(nullptr);
-  j["build_result_reference"] = ev.task.build_result_reference ? ev.task.build_result_reference->Encode() : Json(nullptr);
-  j["test_result"] = ev.task.test_result ? ev.task.test_result->Encode() : Json(nullptr);
-  j["test_result_reference"] = ev.task.test_result_reference ? ev.task.test_result_reference->Encode() : Json(nullptr);
+  auto encode = [](const auto& r) { return r ? r->Encode() : Json(nullptr); };
+  j["build_result"] = encode(ev.task.build_result);
+  j["build_result_reference"] = encode(ev.task.build_result_reference);
+  j["test_result"] = encode(ev.task.test_result);
+  j["test_result_reference"] = encode(ev.task.test_result_reference);
   Json timings = Json::object();
   timings["build_s"] = ev.build_s;
   timings["test_s"] = ev.test_s;
@@ -277,7 +278,8 @@ int RunReferenceCheck(const Task& task, const ValidateRunOptions& options) {
   }
   const EvalResult& r = ev.result;
   bool passed = r.status == EvalStatus::kReferenceOnly;
-  std::printf("reference run: %s (%s)%s\n", passed ? "PASSED" : "FAILED", std::string(EvalStatusName(r.status)).c_str(),
+  std::printf("reference run: %s (%s)%s\n", passed ? "PASSED" : "FAILED",
+              std::string(EvalStatusName(r.status)).c_str(),
               r.status_detail.empty() ? "" : (" - " + r.status_detail).c_str());
   for (const BenchmarkRow& b : r.benchmarks) {
     std::printf("  %s%s: %s ms\n", b.arch.empty() ? "" : (b.arch + " ").c_str(), b.name.c_str(),

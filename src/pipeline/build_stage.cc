@@ -44,8 +44,9 @@ std::vector<std::string> ResolveGpuArchs(const Task& task, const EvaluateOptions
   }
   std::vector<std::string> archs = SplitGpuArchs(value);
   if (archs.empty()) {
-    throw Error(ErrorKind::kInvalidArgument, "no GPU architecture given (set gpu_arch in config.yaml or pass --gpu-arch)",
-                "config.yaml", "gpu_arch");
+    throw Error(ErrorKind::kInvalidArgument,
+                "no GPU architecture given (set gpu_arch in config.yaml or pass --gpu-arch)", "config.yaml",
+                "gpu_arch");
   }
   return archs;
 }
@@ -77,7 +78,9 @@ WorkDir::~WorkDir() {
 namespace {
 
 // Environment every child of an evaluation gets from the stage.
-std::map<std::string, std::string> StageEnv() { return {{"KF_CACHE_DIR", std::filesystem::absolute(DefaultCacheDir()).string()}}; }
+std::map<std::string, std::string> StageEnv() {
+  return {{"KF_CACHE_DIR", std::filesystem::absolute(DefaultCacheDir()).string()}};
+}
 
 BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, const std::string& arch_list,
                   const EvaluateOptions& options, std::vector<fs::path>* kept) {

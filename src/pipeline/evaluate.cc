@@ -103,7 +103,9 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
     if (!*b) continue;
     const std::string name = std::string("build ") + (b == &builds.candidate ? "custom" : "reference");
     ev.timings.push_back({name, (*b)->wall_s});
-    if ((*b)->result.result) ev.logs.push_back({name, *(*b)->result.result, (*b)->result.worker_info.value_or(nullptr)});
+    if ((*b)->result.result) {
+      ev.logs.push_back({name, *(*b)->result.result, (*b)->result.worker_info.value_or(nullptr)});
+    }
   }
   if (want_candidate && builds.candidate && !builds.candidate->result.Ok()) {
     const BuildRun& b = *builds.candidate;
@@ -184,7 +186,9 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
       }
       r = candidates.size() == 1 ? candidates.front().result : CombineTemplateResults(candidates);
       std::string best_key = candidates.front().key;
-      if (r.metadata.contains("template_parameters")) best_key = TemplateVariantKey(r.metadata["template_parameters"]);
+      if (r.metadata.contains("template_parameters")) {
+        best_key = TemplateVariantKey(r.metadata["template_parameters"]);
+      }
       for (const auto& [key, run] : *runs) {
         if (key == best_key) best_candidate.emplace_back(arch, run.result);
       }

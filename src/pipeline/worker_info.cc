@@ -121,8 +121,8 @@ Json GatherWorkerInfo() {
   auto python = async([] { return ParseToolVersion(Probe({TaskPython(), "--version"})); });
   // Package metadata only: importing torch itself would take seconds.
   auto torch = async([] {
-    return Trim(Probe({TaskPython(), "-c",
-                       "import importlib.metadata as m\ntry:\n print(m.version('torch'))\nexcept Exception:\n pass"}));
+    const char* script = "import importlib.metadata as m\ntry:\n print(m.version('torch'))\nexcept Exception:\n pass";
+    return Trim(Probe({TaskPython(), "-c", script}));
   });
   auto gpu = async([] {
     return Probe({"nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"});

@@ -102,7 +102,8 @@ TEST_F(BuildModes, CandidateAndReferenceBuildAndBothReachTheTests) {
   EXPECT_EQ(*ev.task.build_result->artifacts->Get("out/cand.txt"), "cpu 7");  // hyperparameters.buildtime
   EXPECT_EQ(*ev.task.build_result_reference->artifacts->Get("ref.txt"), "ref cpu");
   EXPECT_EQ(ev.task.build_result->result->message, "Build completed successfully");
-  EXPECT_NE(ev.task.build_result->result->stdout_text.find("building ok for cpu with {'level': 7}"), std::string::npos);
+  const std::string& build_out = ev.task.build_result->result->stdout_text;
+  EXPECT_NE(build_out.find("building ok for cpu with {'level': 7}"), std::string::npos);
   EXPECT_EQ(ev.result.perf_score, 5) << ev.result.eval_log;
   EXPECT_EQ(ev.result.status, EvalStatus::kCorrect);
   EXPECT_NE(std::find(phases.begin(), phases.end(), "build candidate ok"), phases.end());

@@ -217,7 +217,9 @@ TEST_F(PyScale, CliRunAndValidateRun) {
   EXPECT_EQ(kernels[0]["job_status"], "VALIDATED");
 
   // A task whose reference fails its own tests.
-  WriteFile(dir_ / "task.py", std::string(kTaskPy).replace(std::string(kTaskPy).find("[factor * x"), 11, "[factor + x"));
+  std::string broken = kTaskPy;
+  broken.replace(broken.find("[factor * x"), 11, "[factor + x");
+  WriteFile(dir_ / "task.py", broken);
   auto [rc3, out3] = testing::RunShell(Kf("validate '" + dir_.string() + "' --run --no-store"));
   EXPECT_EQ(rc3, 1) << out3;
   EXPECT_NE(out3.find("reference run: FAILED (reference_failed)"), std::string::npos) << out3;

@@ -47,8 +47,9 @@ TEST(ReluCpuE2E, CorrectWithSpeedupStoredAndSecondRunUsesTheBuildCache) {
                      "    TORCH_CHECK(x.scalar_type() == torch::kFloat32, \"relu_forward expects float32\");\n"
                      "    return torch::relu(x);\n}\n";
   WriteFile(tmp.path() / "candidate.cpp", code);
-  auto [rc, out] = RunShell(KfRun("'" + task.string() + "' --candidate '" + (tmp.path() / "candidate.cpp").string() +
-                                  "' --db '" + db.string() + "' --json '" + (tmp.path() / "out.json").string() + "'"));
+  const std::string args = "'" + task.string() + "' --candidate '" + (tmp.path() / "candidate.cpp").string() +
+                           "' --db '" + db.string() + "'";
+  auto [rc, out] = RunShell(KfRun(args + " --json '" + (tmp.path() / "out.json").string() + "'"));
   ASSERT_EQ(rc, 0) << out;
   // Live progress on stderr, then the table.
   EXPECT_NE(out.find("build candidate ..."), std::string::npos) << out;
@@ -103,9 +104,7 @@ TEST(ReluCpuE2E, CorrectWithSpeedupStoredAndSecondRunUsesTheBuildCache) {
   EXPECT_EQ(CountRows(db, "SELECT COUNT(*) FROM job_logs"), 5);
 
   // Second run of the identical candidate: the extension comes from the build cache.
-  auto [rc2, out2] = RunShell(KfRun("'" + task.string() + "' --candidate '" + (tmp.path() / "candidate.cpp").string() +
-                                    "' --no-reference --db '" + db.string() + "' --json '" +
-                                    (tmp.path() / "out2.json").string() + "'"));
+  auto [rc2, out2] = RunShell(KfRun(args + " --no-reference --json '" + (tmp.path() / "out2.json").string() + "'"));
   ASSERT_EQ(rc2, 0) << out2;
   Json j2 = Json::parse(ReadFile(tmp.path() / "out2.json"));
   EXPECT_EQ(j2["status"], "no_reference");
@@ -123,9 +122,8 @@ TEST(ReluCpuE2E, NonCompilingCandidateIsBuildErrorPerf1) {
   Task task = testing::LoadTestTask(dir);
   EvaluateOptions o;
   o.work_root = tmp.path() / "work";
-  Evaluation ev = Evaluate(task, BlockUpdate{BlockUpdateShort{{"EVOLVE", "torch::Tensor relu_forward(torch::Tensor x) {\n"
-                                                                        "    return this_does_not_compile(x);\n}\n"}}},
-                           o);
+  const std::string broken = "torch::Tensor relu_forward(torch::Tensor x) {\n    return this_does_not_compile(x);\n}\n";
+  Evaluation ev = Evaluate(task, BlockUpdate{BlockUpdateShort{{"EVOLVE", broken}}}, o);
   EXPECT_EQ(ev.result.status, EvalStatus::kBuildError) << ev.result.status_detail;
   EXPECT_EQ(ev.result.perf_score, 1);
   EXPECT_FALSE(ev.result.compiled);

@@ -217,7 +217,7 @@ TEST(ScoringProbe, TimingStats) {
   EXPECT_DOUBLE_EQ(s.std, std::sqrt(10.0));  // population std
   EXPECT_EQ(ComputeTimingStats({2.0, 2.2}).median, 2.1);
   EXPECT_EQ(RoundTimingStats(ComputeTimingStats({0.123456, 0.123459})).std, 1.5e-06);
-  EXPECT_THROW(ComputeTimingStats({}), Error);
+  EXPECT_THROW(ComputeTimingStats(std::vector<double>{}), Error);
   EXPECT_THROW(ComputeTimingStats({1.0, std::nan("")}), Error);
 }
 
