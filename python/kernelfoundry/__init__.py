@@ -34,12 +34,13 @@ class TestBase:
 
     def compile_torch_extension(self, extension_name: str, src: Union[str, Any, Sequence[Any]], output_dir: Any,
                                 gpu_arch: str, timeout: float = 120, backend: str = "torch",
-                                extra_cflags: Optional[Sequence[str]] = None) -> list[str]:
+                                extra_cflags: Optional[Sequence[str]] = None,
+                                extra_ldflags: Optional[Sequence[str]] = None) -> list[str]:
         """See kernelfoundry.compiler.compile_torch_extension: builds (cached) and returns
         ``[<abs output_dir>/<extension_name>.so]``; raises RuntimeError with the compiler output."""
         return compile_torch_extension(extension_name=extension_name, src=src, output_dir=output_dir,
                                        gpu_arch=gpu_arch, timeout=timeout, backend=backend,
-                                       extra_cflags=extra_cflags)
+                                       extra_cflags=extra_cflags, extra_ldflags=extra_ldflags)
 
 
 #: Legacy name of TestBase kept for old task packages; never picked as the task's own class.

@@ -29,6 +29,8 @@ __all__ = ["compile_torch_extension", "cache_dir", "LOAD_FAILED_EXIT"]
 LOAD_FAILED_EXIT = 87
 #: Bumped when the cache layout or the child script changes.
 _CACHE_VERSION = "kf-torch-ext-1"
+#: Linker flags travel inside the flag list (so they enter the cache key) with this prefix.
+_LDFLAG_PREFIX = "kf-ld:"
 _HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".ipp", ".tpp"}
 
 _CHILD = r"""
@@ -41,7 +43,7 @@ except Exception:
     sys.exit(2)
 try:
     cpp_extension.load(name=cfg["name"], sources=cfg["sources"], build_directory=cfg["build_dir"],
-                       extra_cflags=cfg["cflags"], verbose=True)
+                       extra_cflags=cfg["cflags"], extra_ldflags=cfg.get("ldflags") or None, verbose=True)
 except ImportError:
     traceback.print_exc()
     sys.exit(%d)
@@ -161,7 +163,9 @@ def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[s
     if gpu_arch and gpu_arch not in ("cpu", "native"):
         env["TORCH_CUDA_ARCH_LIST"] = gpu_arch
         env["TORCH_XPU_ARCH_LIST"] = gpu_arch
-    cfg = {"name": name, "sources": [str(s) for s in sources], "build_dir": str(build_dir), "cflags": cflags}
+    cfg = {"name": name, "sources": [str(s) for s in sources], "build_dir": str(build_dir),
+           "cflags": [f for f in cflags if not f.startswith(_LDFLAG_PREFIX)],
+           "ldflags": [f[len(_LDFLAG_PREFIX):] for f in cflags if f.startswith(_LDFLAG_PREFIX)]}
     rc, out = _run_child([sys.executable, "-c", _CHILD, json.dumps(cfg)], env, build_dir, timeout)
     if rc == LOAD_FAILED_EXIT:
         raise RuntimeError(f"torch extension '{name}' compiled but failed to load (exit {rc}):\n{out}")
@@ -186,7 +190,7 @@ def _build_icpx(name: str, sources: list[Path], build_dir: Path, cflags: list[st
     ext = build_dir / f"{name}.so"
     objs = [build_dir / f"{s.stem}.o" for s in sources]
     steps = [["icpx", "-fsycl", "-fsycl-targets=spir64_gen,spir64", "-sycl-std=2020", "-std=c++17", "-fPIC",
-              f"-DTORCH_EXTENSION_NAME={name}", *includes, *cflags, "-c", str(s), "-o", str(o)]
+              f"-DTORCH_EXTENSION_NAME={name}", *includes, *[f for f in cflags if not f.startswith(_LDFLAG_PREFIX)], "-c", str(s), "-o", str(o)]
              for s, o in zip(sources, objs)]
     link_obj = build_dir / f"{name}_device_link.o"
     steps.append(["icpx", "-fsycl", "-fsycl-targets=spir64_gen,spir64", "-fsycl-link", "--offload-compress",
@@ -204,7 +208,8 @@ def _build_icpx(name: str, sources: list[Path], build_dir: Path, cflags: list[st
 
 def compile_torch_extension(extension_name: str, src: Union[PathLike, Sequence[PathLike]], output_dir: PathLike,
                             gpu_arch: str, timeout: float = 120, backend: str = "torch",
-                            extra_cflags: Optional[Sequence[str]] = None) -> list[str]:
+                            extra_cflags: Optional[Sequence[str]] = None,
+                            extra_ldflags: Optional[Sequence[str]] = None) -> list[str]:
     """Builds a Python extension module from ``src`` (one path or a list) and copies it to
     ``<output_dir>/<extension_name>.so`` (mode 0755). Returns ``[absolute path]``.
 
@@ -223,6 +228,8 @@ def compile_torch_extension(extension_name: str, src: Union[PathLike, Sequence[P
         if not s.is_file():
             raise ValueError(f"compile_torch_extension: source {s} does not exist")
     cflags = ["-O3"] if extra_cflags is None else [str(f) for f in extra_cflags]
+    # extra_ldflags (e.g. ["-fopenmp"]) are passed to the link step (torch backend only).
+    cflags += [_LDFLAG_PREFIX + str(f) for f in (extra_ldflags or [])]
     gpu_arch = "" if gpu_arch is None else str(gpu_arch)
     out_dir = Path(output_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,8 @@
 //   kf validate TASK [--json] [--run [--gpu-arch A] [--db PATH] [--no-store] [--keep-workdir]]
 // Exit 0 when valid, 3 when invalid (problems on stdout), other codes for unreadable input.
 //
-// Hook for `--run` (evaluate the task's own EVOLVE block end to end): add the flag below and, after
-// ValidateStructure() reported no problem, run the pipeline on `task` in RunValidate.
+// --run: after ValidateStructure() reported no problem, RunReferenceCheck (cli/run_common.hpp) builds and
+// tests the reference (`--ref`) and reports pass/fail: exit 0 when it passes its own tests, 1 otherwise.
 #include <cstdio>
 #include <memory>
 #include <string>

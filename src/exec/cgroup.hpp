@@ -38,7 +38,7 @@ class RunCgroups {
   bool containment_v2() const { return !v2_dir_.empty(); }
   bool memory_enforced() const { return !mem_dir_.empty(); }
   bool pids_enforced() const { return !pids_dir_.empty(); }
-  /// The v2 leaf ("" without one): the child is cloned into it (CLONE_INTO_CGROUP) or joins it.
+  /// The v2 leaf ("" without one); the child joins it before exec.
   const std::string& V2Dir() const { return v2_dir_; }
   /// cgroup v1 cgroup.procs files the child writes "0" to before exec.
   std::vector<std::string> V1JoinFiles() const;

@@ -46,8 +46,7 @@ struct ShepherdPlan {
   int stdout_fd = -1, stderr_fd = -1;         ///< write ends of the output pipes
   int socket_fd = -1;                         ///< the shepherd's end of the socket
   int result_fd = -1;                         ///< write end of the result pipe, or -1 (none)
-  int cgroup_fd = -1;                         ///< v2 leaf directory: the child is cloned into it, or -1
-  const char* v2_join_file = nullptr;         ///< its cgroup.procs, written when clone3 is unavailable
+  const char* v2_join_file = nullptr;         ///< cgroup.procs of the v2 leaf the child joins, or nullptr
   const char* join_files[4] = {};             ///< cgroup v1 cgroup.procs files the child writes "0" to
   int n_join_files = 0;
   const char* cgroup_kill = nullptr;          ///< v2 cgroup.kill, or nullptr

@@ -88,7 +88,6 @@ class Runner {
   // Spawn plan storage (kept alive until the fork).
   std::vector<std::string> args_, env_, join_files_;
   std::string path_, cwd_, kill_file_, procs_file_, v2_join_file_;
-  Fd cgroup_dir_;
   std::vector<RlimitSetting> rlimits_;
 };
 
@@ -132,10 +131,7 @@ bool Runner::Prepare() {
   if (!o_.force_subreaper) {
     cgroups_ = std::make_unique<RunCgroups>(o_, &run_->limits, &run_->notes);
     join_files_ = cgroups_->V1JoinFiles();
-    if (cgroups_->containment_v2()) {
-      v2_join_file_ = cgroups_->V2Dir() + "/cgroup.procs";
-      cgroup_dir_.fd = open(cgroups_->V2Dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    }
+    if (cgroups_->containment_v2()) v2_join_file_ = cgroups_->V2Dir() + "/cgroup.procs";
     kill_file_ = cgroups_->KillFile();
     procs_file_ = cgroups_->ProcsFile();
     if (cgroups_->containment_v2()) run_->containment = ContainmentMethod::kCgroupV2;
@@ -215,7 +211,6 @@ void Runner::Spawn() {
   plan.stderr_fd = err_w.fd;
   plan.socket_fd = sock_w.fd;
   plan.result_fd = res_w.fd;
-  plan.cgroup_fd = cgroup_dir_.fd;
   plan.v2_join_file = v2_join_file_.empty() ? nullptr : v2_join_file_.c_str();
   for (const auto& f : join_files_) plan.join_files[plan.n_join_files++] = f.c_str();
   plan.cgroup_kill = kill_file_.empty() ? nullptr : kill_file_.c_str();
@@ -233,7 +228,6 @@ void Runner::Spawn() {
   err_w.Reset();
   sock_w.Reset();
   res_w.Reset();
-  cgroup_dir_.Reset();
   if (res_.fd.fd >= 0) SetNonBlocking(res_.fd.fd);
   SetNonBlocking(out_.fd.fd);
   SetNonBlocking(err_.fd.fd);

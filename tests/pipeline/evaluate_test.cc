@@ -165,6 +165,24 @@ TEST_F(PyScale, TemplateVariantsPickTheCorrectOne) {
   EXPECT_EQ(tests, 1);  // custom_3 failed correctness: no performance run
 }
 
+// Several archs (B6: split and stripped): every arch tested, results merged per variant (results_per_gpu),
+// the verdict combined over archs.
+TEST_F(PyScale, SeveralArchsAreTestedAndCombined) {
+  EvaluateOptions o;
+  o.test_reference = false;
+  o.gpu_arch = "cpu, cpu2";
+  Evaluation ev = Run("def scale(xs):\n    return [x * 2 for x in xs]\n", o);
+  EXPECT_EQ(ev.archs, (std::vector<std::string>{"cpu", "cpu2"}));
+  EXPECT_EQ(ev.result.perf_score, 5);
+  EXPECT_TRUE(ev.result.metadata.contains("cpu") && ev.result.metadata.contains("cpu2"));
+  EXPECT_TRUE(ev.result.runtime_stats.contains("cpu2"));
+  ASSERT_TRUE(ev.task.test_result && ev.task.test_result->results_per_gpu);
+  ASSERT_EQ(ev.task.test_result->results_per_gpu->size(), 2u);
+  EXPECT_EQ((*ev.task.test_result->results_per_gpu)[1].first, "cpu2");
+  EXPECT_TRUE(ev.task.test_result->worker_info->contains("cpu2"));  // {arch: info}
+  EXPECT_EQ(ev.logs.size(), 4u);
+}
+
 // B20: the reference returned None when only the reference was tested; `kf validate --run` gets a verdict.
 TEST_F(PyScale, ReferenceOnlyRunHasAVerdict) {
   EvaluateOptions o;
