@@ -270,3 +270,17 @@ TEST(CompilerLog, FiltersAndCaps) {
 
 }  // namespace
 }  // namespace kf
+
+// Regression: a parametrised shape test (`test_output_shapes_match[...]`) is recognised; the reference's
+// pattern needed whitespace right after the name, so such tasks scored a value mismatch as perf 3.
+TEST(ScoringParametrisedShapeTest, ValueMismatchWhenAllShapeInstancesPass) {
+  const std::string passed =
+      "task.py::T::test_output_shapes_match[1] PASSED\ntask.py::T::test_output_shapes_match[2] PASSED\n"
+      "task.py::T::test_matches_reference[1] FAILED\n";
+  EXPECT_EQ(kf::ClassifyCorrectness(kf::ProcessResult::Create(1, passed, "")).status,
+            kf::EvalStatus::kValueMismatch);
+  const std::string failed =
+      "task.py::T::test_output_shapes_match[1] PASSED\ntask.py::T::test_output_shapes_match[2] FAILED\n";
+  EXPECT_EQ(kf::ClassifyCorrectness(kf::ProcessResult::Create(1, failed, "")).status,
+            kf::EvalStatus::kShapeMismatch);
+}
