@@ -47,7 +47,8 @@ using BlockUpdate = std::variant<BlockUpdateShort, BlockUpdateFull>;
 /// Parses the JSON form of a block update ({KEY: str|null} or {KEY: {path: [str|null]|str|null}|null}).
 BlockUpdate BlockUpdateFromJson(const Json& j, const std::string& source);
 
-/// The result of Task::Create's metadata (reference's second return value): {"overrides": {...}}?
+/// Task::Create's second value (the reference's metadata dict): {} or {"overrides": {...}} when the package
+/// has a top-level overrides.yml/.yaml (removed from task_data, so not part of the hash id).
 using TaskMetadata = Json;
 
 class Task {
@@ -66,34 +67,51 @@ class Task {
   std::optional<TestResult> test_result_reference;
   Json hyperparameters = nullptr;  ///< {"buildtime": {...}, "runtime": {...}} or null
 
-  /// Loads a package (directory or archive path) — spec §1.2. Returns the task and its metadata.
-  /// Throws kf::Error naming the file/field (missing config, two configs, bad YAML, bad overrides, block
-  /// errors, collection errors, no performance test).
+  /// Loads a package (directory or archive path) — spec §1.2: root dir stripped, config (config.hpp),
+  /// overrides taken out, blocks extracted, tests discovered (options.collector, cached; materialised to a
+  /// temp dir only on a cache miss), flags and hyperparameters read from the config. Returns the task and
+  /// its metadata. Throws kf::Error naming the file/field (missing config, two configs, bad YAML, bad
+  /// overrides, block errors incl. an unclosed START, collection errors, no performance test, a
+  /// non-boolean has_build_step).
   static std::pair<Task, TaskMetadata> Create(const std::filesystem::path& path, const TaskCreateOptions& = {});
   /// Same from archive bytes (format sniffed).
   static std::pair<Task, TaskMetadata> CreateFromBytes(std::string_view bytes, const TaskCreateOptions& = {});
   /// Builds from an already-loaded file map (root dir already removed or not; it is removed here).
   static std::pair<Task, TaskMetadata> CreateFromFiles(MemoryFileMap files, const TaskCreateOptions& = {});
 
-  /// Structure checks of the reference's validate(); returns every problem found (empty = valid).
+  /// Structure checks of the reference's validate() — files not empty, task.py, conftest.py, >= 1
+  /// correctness and >= 1 profile test, an EVOLVE block, task_name and job_name in config — returning
+  /// every problem found, in that order (empty = valid).
   std::vector<std::string> Problems() const;
   /// Throws kf::Error(kInvalidArgument) listing all Problems() when not valid.
   void Validate() const;
   /// Prints build flags, tests, config and block keys as YAML to `print` (one call per line).
   void PrintInfo(const std::function<void(const std::string&)>& print) const;
 
-  /// Returns a new Task with the blocks replaced (spec §3.4 with B11 fixed).
+  /// Returns a new Task with the blocks replaced (spec §3.4; never modifies the receiver). A None anywhere
+  /// (top level, per path, or inside a list — B11 fixed) gives the reference's failure task: no files, old
+  /// blocks, extract_code_result returncode 1. Otherwise blocks are rewritten (UpdateBlock) and re-extracted,
+  /// results cleared except the reference ones when `keep_test_result_reference`. Throws kf::Error:
+  /// kNotFound (key without block, missing file or block index), kInvalidArgument (shorthand for a key
+  /// with several blocks), kParse (malformed markers).
   Task WithBlocks(const BlockUpdate& update, bool keep_test_result_reference = false) const;
 
   /// Sets config from a merged config and copies has_build_step / has_reference_build_step /
   /// hyperparameters from it when present.
   void ApplyConfig(const Json& merged_config);
 
+  /// The reference's Task.encode(): exactly its 13 keys, in its order.
   Json Encode() const;
-  /// Throws kf::Error(kParse) naming the missing/ill-typed key.
+  /// The reference's Task.decode(): task_data, has_build_step, correctness_tests, profile_tests, config and
+  /// blocks are required; has_reference_build_step defaults to false; a falsy extract_code_result is None.
+  /// Throws kf::Error(kParse) naming the missing/ill-typed key, kUnsafe for a task_data path that is not a
+  /// normalised relative path ("../x", "/x", "./x").
   static Task Decode(const Json& data);
 
-  /// The DB `tasks` row fields (spec §3.4 to_database_task), including "id" = HashId().
+  /// The DB `tasks` row fields (spec §3.4 to_database_task): id (= HashId()), task_name, task_origin,
+  /// task_data, has_build_step, correctness_tests, profile_tests, evolve/reference/user_instructions_block
+  /// (blocks_to_str or null), hyperparameters_buildtime/_runtime, config. Throws kf::Error(kNotFound) when
+  /// config lacks task_name or task_origin.
   Json ToDatabaseTask() const;
   /// SHA-256 hash id of the task data (spec §3.4 generate_hash_id; identical to the reference).
   std::string HashId() const;

@@ -235,7 +235,7 @@ Json EvaluationJson(const Evaluation& ev, const std::optional<RecordedRun>& reco
   j["combined_score"] = ev.combined_score;
   j["correct"] = IsCorrectVerdict(r);
   j["result"] = r.ToJson();
-  auto encode = [](const auto& r) { return r ? r->Encode() : Json(nullptr); };
+  auto encode = [](const auto& value) { return value ? value->Encode() : Json(nullptr); };
   j["build_result"] = encode(ev.task.build_result);
   j["build_result_reference"] = encode(ev.task.build_result_reference);
   j["test_result"] = encode(ev.task.test_result);

@@ -43,9 +43,10 @@ RunResult Kf(const std::string& args) {
   static int n = 0;
   const fs::path out = io.path() / ("out" + std::to_string(n));
   const fs::path err = io.path() / ("err" + std::to_string(n++));
-  auto [rc, ignored] = testing::RunShell("KF_CACHE_DIR=" + Quote(CacheDir().string()) + " " +
+  // In a group: RunShell appends its own "2>&1", which must not override ours.
+  auto [rc, ignored] = testing::RunShell("{ KF_CACHE_DIR=" + Quote(CacheDir().string()) + " " +
                                          Quote((BinaryDir() / "kf").string()) + " " + args + " >" +
-                                         Quote(out.string()) + " 2>" + Quote(err.string()));
+                                         Quote(out.string()) + " 2>" + Quote(err.string()) + "; }");
   return {rc, ReadFile(out), ReadFile(err)};
 }
 
@@ -54,6 +55,7 @@ std::string Fixture(const std::string& name) { return Quote((SharedDir() / "fixt
 // A writable copy of a fixture with the golden modes (0644, build.sh 0755).
 fs::path CopyFixture(const std::string& name, const fs::path& dest) {
   const fs::path out = dest / name;
+  fs::create_directories(dest);
   fs::copy(SharedDir() / "fixtures/tasks" / name, out, fs::copy_options::recursive);
   for (auto it = fs::recursive_directory_iterator(out); it != fs::recursive_directory_iterator(); ++it)
     fs::permissions(it->path(),
@@ -151,6 +153,7 @@ TEST(CliTask, ValidateListsEveryProblem) {
   TempDir tmp;
   const fs::path pkg = CopyFixture("no_perf", tmp.path());
   fs::remove(pkg / "conftest.py");
+  WriteFile(pkg / "kernel.py", "def square(x):\n    return x * x\n");  // no EVOLVE block
   WriteFile(pkg / "config.yaml", "task_name: x\n");
   RunResult r = Kf("validate " + Quote(pkg.string()) + " --json");
   EXPECT_EQ(r.rc, 3) << r.err;
