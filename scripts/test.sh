@@ -52,7 +52,7 @@ if [ -z "${KF_QUICK:-}" ]; then
   for t in $targets; do
     mkdir -p "build-fuzz/corpus-$t"
     set +e
-    "build-fuzz/$t" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=0 \
+    "build-fuzz/fuzz/$t" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=0 \
         "build-fuzz/corpus-$t" > "build-fuzz/$t.log" 2>&1
     rc=$?
     set -e

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -32,8 +35,16 @@ void WriteFile(const std::filesystem::path& p, const std::string& bytes) {
   out << bytes;
 }
 
-Json Golden(const std::string& name) {
-  return Json::parse(ReadFile(SharedDir() / "fixtures" / "golden" / (name + ".json")));
+const Json& Golden(const std::string& name) {
+  // Cached for the life of the test binary: callers may chain Golden(n)["a"].items() in a range-for, which
+  // would dangle if a temporary were returned (ASan caught exactly that).
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<const Json>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[name];
+  if (!slot) slot = std::make_unique<const Json>(
+      Json::parse(ReadFile(SharedDir() / "fixtures" / "golden" / (name + ".json"))));
+  return *slot;
 }
 
 TempDir::TempDir() {

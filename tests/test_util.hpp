@@ -17,8 +17,8 @@ std::filesystem::path BinaryDir();
 /// Reads a whole file; throws on failure.
 std::string ReadFile(const std::filesystem::path& p);
 void WriteFile(const std::filesystem::path& p, const std::string& bytes);
-/// Parses shared/fixtures/golden/<name>.json.
-Json Golden(const std::string& name);
+/// Parses shared/fixtures/golden/<name>.json once and returns the cached document (lives until exit).
+const Json& Golden(const std::string& name);
 
 /// A fresh temporary directory, removed (recursively) on destruction.
 class TempDir {

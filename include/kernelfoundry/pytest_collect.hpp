@@ -26,8 +26,8 @@ struct PytestCollectOptions {
 };
 
 /// Collects the tests of the task materialised in `task_dir`. Throws kf::Error (file "task.py"):
-/// kInvalidArgument with the collector's error text when task.py cannot be collected (import error, syntax
-/// error), kLimit on timeout, kIO when python cannot be started, kInternal for unreadable collector output.
+/// kInvalidArgument when task.py is missing, or with the collector's error text when it cannot be
+/// collected (import error, syntax error), kLimit on timeout, kIO when python cannot be started, kInternal for unreadable collector output.
 TestLists CollectPytestTests(const std::filesystem::path& task_dir, const PytestCollectOptions& options = {});
 
 /// The collector to put into TaskCreateOptions::collector (cache salt computed here, once per call).

@@ -57,9 +57,9 @@ struct DiscoveryOptions {
 };
 
 /// Finds the tests of the task in `files`: cache lookup, else materialise the files into a fresh temp dir
-/// (prefix custom_task_create_, removed afterwards) and run the collector. Throws kf::Error:
-/// kInvalidArgument when task.py is missing, kInternal for an empty collector, and whatever the collector
-/// throws. Empty lists are returned as they are (see RequirePerformanceTest). `*cache_hit` (optional)
+/// (prefix custom_task_create_, removed afterwards) and run the collector. Which files a task needs is the
+/// collector's business (pytest: task.py). Throws kf::Error: kInternal for an empty collector, and
+/// whatever the collector throws. Empty lists are returned as they are (see RequirePerformanceTest). `*cache_hit` (optional)
 /// tells whether the cache answered.
 TestLists DiscoverTests(const MemoryFileMap& files, const TestCollector& collector,
                         const DiscoveryOptions& options = {}, bool* cache_hit = nullptr);

@@ -130,9 +130,6 @@ TestLists DiscoverTests(const MemoryFileMap& files, const TestCollector& collect
     throw Error(ErrorKind::kInternal,
                 "test discovery requested without a collector (pass kf::PytestCollector() from "
                 "kernelfoundry/pytest_collect.hpp, or set discover_tests = false)");
-  if (!files.Contains("task.py"))
-    throw Error(ErrorKind::kInvalidArgument, "task.py is missing at the top level of the task package; "
-                "it holds the tests", "task.py");
 
   std::optional<TestLists> lists;
   std::filesystem::path cache_file;

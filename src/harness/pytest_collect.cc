@@ -114,6 +114,10 @@ TestLists ParseCollectOutput(const std::string& stdout_text, const std::string& 
 }
 
 TestLists CollectPytestTests(const std::filesystem::path& task_dir, const PytestCollectOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(task_dir / kTaskFile, ec))
+    throw Error(ErrorKind::kInvalidArgument, "task.py is missing at the top level of the task package; it holds the tests",
+                kTaskFile);
   ProcessOptions p;
   p.argv = {options.python.string(), "-m", "kernelfoundry.collect", task_dir.string()};
   p.cwd = task_dir;

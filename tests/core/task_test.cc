@@ -137,6 +137,16 @@ TEST(CreateErrors, TaskPyThatDoesNotImportFailsWithTheCollectorsText) {
   EXPECT_EQ(std::string(e.what()).find(tmp.path().string()), std::string::npos) << "temp paths leak: " << e.what();
 }
 
+TEST(CreateErrors, MissingTaskPyIsNamed) {
+  TempDir tmp;
+  auto dir = CopyFixture("multi_block", tmp.path());
+  std::filesystem::remove(dir / "task.py");
+  Error e = CreateError(dir);
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(e.file(), "task.py");
+  EXPECT_NE(e.message().find("missing"), std::string::npos);
+}
+
 TEST(CreateErrors, ConfigProblems) {
   TempDir tmp;
   auto dir = CopyFixture("relu_cpu", tmp.path());

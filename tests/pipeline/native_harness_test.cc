@@ -3,6 +3,9 @@
 // a kernel that loops forever is a test timeout with no process left. Plus the protocol helpers.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <stdexcept>
+
 #include "harness/native_protocol.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
@@ -20,11 +23,24 @@ std::filesystem::path Example(const std::string& kind, const std::string& name) 
 }
 
 // `kf run` on a copy of examples/tasks/<task> with candidates/<task>/<file>; returns (rc, output, json).
+// `config_keys` replaces top-level keys of the copied config.yaml.
 std::tuple<int, std::string, Json> RunNative(const TempDir& tmp, const std::string& task, const std::string& file,
-                                             const std::string& extra = "") {
+                                             const std::string& extra = "",
+                                             const std::map<std::string, std::string>& config_keys = {}) {
   testing::UseTestCache();
   std::filesystem::path dir = tmp.path() / task;
   testing::CopyTree(Example("tasks", task), dir);
+  if (!config_keys.empty()) {
+    // Replace top-level `key: value` lines of the copied config.yaml (each key must exist there).
+    std::string config = ReadFile(dir / "config.yaml");
+    for (const auto& [key, value] : config_keys) {
+      size_t at = config.find("\n" + key + ":");
+      if (at == std::string::npos) throw std::runtime_error("config.yaml has no key " + key);
+      size_t end = config.find('\n', at + 1);
+      config.replace(at + 1, end - at - 1, key + ": " + value);
+    }
+    testing::WriteFile(dir / "config.yaml", config);
+  }
   std::filesystem::path out = tmp.path() / (file + ".json");
   std::string cmd = "TMPDIR='" + tmp.path().string() + "' KF_CACHE_DIR='" + std::getenv("KF_CACHE_DIR") + "' '" +
                     (testing::BinaryDir() / "kf").string() + "' run '" + dir.string() + "' --candidate '" +
@@ -62,33 +78,33 @@ TEST(NativeProtocol, DefinesAndNvccArch) {
   EXPECT_EQ(native::NvccArchFlag("cpu"), "");
 }
 
-// Disabled: issue #5 is unfinished — Task::Create still requires task.py for `harness: native` packages
-// (kf exits 3 "task.py is missing"); re-enable when the native package path is wired through discovery.
-TEST(NativeHarnessE2E, DISABLED_OclMatmulFastIsCorrectWithSpeedupAndStored) {
+TEST(NativeHarnessE2E, OclMatmulFastIsCorrectWithSpeedupAndStored) {
   TempDir tmp;
   auto [rc, out, j] = RunNative(tmp, "ocl_matmul", "fast.cl");
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(j["status"], "correct") << out;
   EXPECT_GT(j["speedup"].get<double>(), 1.0) << out;
-  auto [qrc, rows] = RunShell("sqlite3 '" + (tmp.path() / "kernels.sqlite3").string() +
-                              "' 'select count(*) from kernels' 2>&1 || true");
-  (void)qrc;
-  if (rows.find("not found") == std::string::npos) {
-    EXPECT_EQ(rows, "1\n");
-  }
+  // The stored row, read back through `kf results` (the same SQLite file).
+  auto [qrc, rows] = RunShell("'" + (testing::BinaryDir() / "kf").string() + "' results --json --db '" +
+                              (tmp.path() / "kernels.sqlite3").string() + "'");
+  ASSERT_EQ(qrc, 0) << rows;
+  Json stored = ParseJson(rows, "kf results");
+  ASSERT_EQ(stored.size(), 1u) << rows;
+  EXPECT_EQ(stored[0]["task_name"], "ocl_matmul") << rows;
 }
 
-TEST(NativeHarnessE2E, DISABLED_OclMatmulWrongIsAValueMismatch) {
+TEST(NativeHarnessE2E, OclMatmulWrongIsAValueMismatch) {
   TempDir tmp;
   auto [rc, out, j] = RunNative(tmp, "ocl_matmul", "wrong.cl", "--no-reference");
   EXPECT_NE(rc, 0) << out;
   EXPECT_EQ(j["status"], "value_mismatch") << out;
 }
 
-TEST(NativeHarnessE2E, DISABLED_OclMatmulHangIsATestTimeoutWithNoProcessLeft) {
+TEST(NativeHarnessE2E, OclMatmulHangIsATestTimeoutWithNoProcessLeft) {
   TempDir tmp;
-  // A short test limit: override test_timeout in the copied config.
-  auto [rc, out, j] = RunNative(tmp, "ocl_matmul", "hang.cl", "--no-reference");
+  // A short test limit: override test_timeout (and the inactivity limit) in the copied config.
+  auto [rc, out, j] = RunNative(tmp, "ocl_matmul", "hang.cl", "--no-reference",
+                                {{"test_timeout", "8"}, {"test_output_inactivity_timeout", "6"}});
   EXPECT_NE(rc, 0) << out;
   EXPECT_EQ(j["status"], "test_timeout") << out;
   EXPECT_TRUE(testing::ProcessesUnder(tmp.path()).empty());

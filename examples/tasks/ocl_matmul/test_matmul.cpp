@@ -74,9 +74,13 @@ std::vector<float> Random(int n, unsigned seed) {
 
 std::vector<float> Reference(const std::vector<float>& a, const std::vector<float>& b, int n) {
   std::vector<float> c(a.size(), 0.0f);
+  // The textbook i-j-k loop: one dot product per output element (what a "plain C++ reference" is).
   for (int i = 0; i < n; ++i)
-    for (int k = 0; k < n; ++k)
-      for (int j = 0; j < n; ++j) c[i * n + j] += a[i * n + k] * b[k * n + j];
+    for (int j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < n; ++k) acc += a[i * n + k] * b[k * n + j];
+      c[i * n + j] = acc;
+    }
   return c;
 }
 
