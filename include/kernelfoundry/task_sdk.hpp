@@ -19,13 +19,16 @@
 //     --kf-result-fd=N` runs the selected tests in registration order, prints `name PASSED|FAILED|SKIPPED`
 //    lines on stdout, and writes ONE JSON document to descriptor N (a pipe made by the pipeline):
 //    {"tests":[{"name","kind","status":"passed"|"failed"|"skipped"|"error","message"}],
-//     "runtimes":{name:[ms,…]}, "skipped_reason": string|null}. Exit 0 when nothing failed, 1 otherwise.
+//     "runtimes":{name:[ms,…]}, "skipped_reason": string|null, "elapsed_ms": number}. elapsed_ms is the
+//    program's own time from entering Main to writing the document (static initialisation and process start
+//    excluded), as pytest's "in 1.23s". Exit 0 when nothing failed, 1 otherwise.
 //  * A test fails by throwing (assert_allclose throws kf::sdk::Failure); KF_SKIP(reason) marks it skipped.
 //  * Runtimes are per-call milliseconds from kf::MeasureRuntime — the same loop and statistics as pytest tasks.
 #pragma once
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -133,6 +136,7 @@ inline std::vector<double> measure_runtime(const std::function<void()>& target,
 
 /// Runs the protocol (see the file comment). Returns the exit code.
 inline int Main(int argc, char** argv) {
+  const auto started = std::chrono::steady_clock::now();
   State& st = GetState();
   bool list = false, run = false;
   std::string select;
@@ -197,6 +201,7 @@ inline int Main(int argc, char** argv) {
     doc["tests"].push_back({{"name", t.name}, {"kind", t.kind}, {"status", status}, {"message", message}});
   }
   doc["runtimes"] = st.runtimes;
+  doc["elapsed_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   std::string text = doc.dump();
   if (fd >= 0) {
     size_t off = 0;

@@ -1,6 +1,8 @@
 // kf validate — checks a task package's structure and lists EVERY problem (the reference's validate()
-// stops at the first): task.py, conftest.py, at least one correctness and one performance test (collected
-// with pytest), an EVOLVE block, task_name and job_name in the config.
+// stops at the first). It names the package kind and the checks that apply: a pytest task needs task.py,
+// conftest.py and at least one correctness and one performance test (collected with pytest); a native task
+// (harness: native) needs build commands and its test names under config `tests`; both need an EVOLVE block,
+// task_name and job_name in the config.
 //
 //   kf validate TASK [--json] [--run [--gpu-arch A] [--db PATH] [--no-store] [--keep-workdir]]
 // Exit 0 when valid, 3 when invalid (problems on stdout), other codes for unreadable input.
@@ -27,20 +29,44 @@ struct ValidateOptions {
   ValidateRunOptions run_options;
 };
 
+// The package kind and the structural checks that apply to it (Task::Problems implements them).
+struct Kind {
+  std::string harness;
+  std::vector<std::string> checks;
+};
+
+Kind KindOf(const Task& task) {
+  const Json& h = task.config.is_object() && task.config.contains("harness") ? task.config["harness"] : Json();
+  if (h.is_string() && h.get<std::string>() == "native") {
+    return {"native", {"config build commands (build: [...] or cmake: true)",
+                       "config tests: correctness and performance names", "an EVOLVE block", "task_name and job_name"}};
+  }
+  return {"pytest", {"task.py and conftest.py at the top level", "correctness and performance tests collected by pytest",
+                     "an EVOLVE block", "task_name and job_name"}};
+}
+
 int RunValidate(const ValidateOptions& o) {
   Task task;
   std::vector<std::string> problems = ValidateStructure(o.task, &task);
+  const Kind kind = KindOf(task);
   if (o.json) {
     Json out = Json::object();
     out["task"] = o.task;
     out["valid"] = problems.empty();
     out["problems"] = problems;
+    out["harness"] = kind.harness;
+    out["checks"] = kind.checks;
+    out["correctness_tests"] = task.correctness_tests;
+    out["performance_tests"] = task.profile_tests;
     std::printf("%s\n", DumpJson(out, 2).c_str());
   } else if (problems.empty()) {
-    std::printf("%s: valid (%zu correctness test(s), %zu performance test(s))\n", o.task.c_str(),
-                task.correctness_tests.size(), task.profile_tests.size());
+    std::printf("%s: valid %s task (%zu correctness test(s), %zu performance test(s))\n", o.task.c_str(),
+                kind.harness.c_str(), task.correctness_tests.size(), task.profile_tests.size());
+    std::string checks;
+    for (const std::string& c : kind.checks) checks += (checks.empty() ? "" : "; ") + c;
+    std::printf("  checked: %s\n", checks.c_str());
   } else {
-    std::printf("%s: invalid, %zu problem(s):\n", o.task.c_str(), problems.size());
+    std::printf("%s: invalid %s task, %zu problem(s):\n", o.task.c_str(), kind.harness.c_str(), problems.size());
     for (const std::string& p : problems) std::printf("  - %s\n", p.c_str());
   }
   if (!problems.empty()) return kExitBadInput;

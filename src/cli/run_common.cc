@@ -217,8 +217,8 @@ void PrintVerdict(const Evaluation& ev) {
   std::printf("perf_score: %d   combined score: %s\n", r.perf_score,
               ev.combined_score >= 0 ? fmt::format("{:.4g}", ev.combined_score).c_str() : "-");
   std::string status = std::string(EvalStatusName(r.status));
-  std::printf("status: %s (%s)%s\n", status.c_str(), std::string(r.ReferenceStatus()).c_str(),
-              r.status_detail.empty() ? "" : (" - " + r.status_detail).c_str());
+  std::printf("status: %s%s   (reference-compatible status: %s)\n", status.c_str(),
+              r.status_detail.empty() ? "" : (" - " + r.status_detail).c_str(), std::string(r.ReferenceStatus()).c_str());
 }
 
 Json EvaluationJson(const Evaluation& ev, const std::optional<RecordedRun>& recorded, const std::string& db) {

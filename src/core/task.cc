@@ -89,8 +89,9 @@ std::pair<Task, TaskMetadata> Task::CreateFromFiles(MemoryFileMap files, const T
 
   task.blocks = GetAllBlocks(files);  // throws on nested / stray / unclosed markers and non-UTF-8 sources
 
-  if (options.discover_tests && IsNativeTaskConfig(task.config)) {
-    // Native tasks (harness: native) list their tests in config.yaml; nothing is collected.
+  if (IsNativeTaskConfig(task.config)) {
+    // Native tasks (harness: native) list their tests in config.yaml; nothing is collected (so this is done
+    // even without discover_tests: it reads the config only).
     TestLists lists = NativeTestLists(task.config);
     task.correctness_tests = std::move(lists.correctness);
     task.profile_tests = std::move(lists.profile);

@@ -1,7 +1,7 @@
 // The native harness (`harness: native`): C++/OpenMP, OpenCL and CUDA tasks whose test program is built by
 // the task's own commands and speaks the SDK protocol (include/kernelfoundry/task_sdk.hpp) — no Python in
 // the loop. Build: config `build: [cmd, ...]` (each through /bin/sh -x, `set -e`) or `cmake: true`, with
-// KF_DEFINES / KF_GPU_ARCH / KF_NVCC_ARCH / KF_INCLUDE_DIR / KF_SDK_SOURCES / KF_BUILD_TARGET in the
+// KF_DEFINES / KF_GPU_ARCH / KF_NVCC / KF_NVCC_ARCH / KF_INCLUDE_DIR / KF_SDK_SOURCES / KF_BUILD_TARGET in the
 // environment; the expanded command lines are recorded in output_data {"commands": [...]}. Artifacts: config
 // `test_executable` plus `artifacts: [...]`. Test: the program runs twice (correctness, then performance) and
 // hands back one JSON document through a result pipe (ProcessOptions::result_pipe), never a file.
@@ -73,6 +73,7 @@ class NativeHarness final : public Harness {
     o.env_add["KF_DEFINES"] = joined;
     o.env_add["KF_GPU_ARCH"] = req.gpu_arch;
     o.env_add["KF_NVCC_ARCH"] = native::NvccArchFlag(req.gpu_arch);
+    o.env_add["KF_NVCC"] = native::FindNvcc();
     o.env_add["KF_INCLUDE_DIR"] = (fs::path(KF_SOURCE_DIR) / "include").string();
     o.env_add["KF_SDK_SOURCES"] = SdkSources();
     o.env_add["KF_BUILD_TARGET"] = BuildTargetName(req.target);

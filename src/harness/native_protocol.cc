@@ -2,6 +2,12 @@
 // the gpu_arch -> nvcc -arch mapping (see native_protocol.hpp and include/kernelfoundry/task_sdk.hpp).
 #include "harness/native_protocol.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
+
 #include <cctype>
 #include <regex>
 
@@ -50,6 +56,9 @@ ResultDoc ParseResultDoc(const std::string& text) {
     }
     out.runtimes = doc["runtimes"];
   }
+  if (doc.contains("elapsed_ms") && doc["elapsed_ms"].is_number() && doc["elapsed_ms"].get<double>() >= 0) {
+    out.elapsed_s = doc["elapsed_ms"].get<double>() / 1000.0;
+  }
   if (doc.contains("skipped_reason") && doc["skipped_reason"].is_string()) {
     out.skipped_reason = doc["skipped_reason"].get<std::string>();
   }
@@ -57,6 +66,7 @@ ResultDoc ParseResultDoc(const std::string& text) {
 }
 
 std::string PytestStyleReport(const ResultDoc& doc, const std::string& program, double wall_s) {
+  const double seconds = doc.elapsed_s.value_or(wall_s);
   std::string out;
   for (const auto& t : doc.tests) {
     std::string word = t.status == "passed" ? "PASSED" : t.status == "skipped" ? "SKIPPED"
@@ -71,7 +81,7 @@ std::string PytestStyleReport(const ResultDoc& doc, const std::string& program, 
   }
   if (int n = doc.Count("error")) parts.push_back(fmt::format("{} error{}", n, n == 1 ? "" : "s"));
   std::string counts = parts.empty() ? "no tests ran" : fmt::format("{}", fmt::join(parts, ", "));
-  out += fmt::format("==================== {} in {:.2f}s ====================\n", counts, wall_s);
+  out += fmt::format("==================== {} in {:.2f}s ====================\n", counts, seconds);
   return out;
 }
 
@@ -114,6 +124,26 @@ std::string NvccArchFlag(const std::string& gpu_arch) {
   std::smatch m;
   if (std::regex_match(a, m, kSm)) return "-arch=sm_" + m[1].str() + m[2].str();
   return "";
+}
+
+std::string FindNvcc() {
+  namespace fs = std::filesystem;
+  auto executable = [](const fs::path& p) { return ::access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p); };
+  if (const char* env = std::getenv("KF_NVCC"); env && *env) return env;
+  if (const char* path = std::getenv("PATH")) {
+    std::string_view rest = path;
+    while (!rest.empty()) {
+      size_t colon = rest.find(':');
+      std::string_view dir = rest.substr(0, colon);
+      if (!dir.empty() && executable(fs::path(dir) / "nvcc")) return (fs::path(dir) / "nvcc").string();
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home && executable(fs::path(home) / "bin" / "nvcc"))
+    return (fs::path(home) / "bin" / "nvcc").string();
+  if (executable("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+  return "nvcc";
 }
 
 }  // namespace kf::native

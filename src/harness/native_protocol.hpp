@@ -21,6 +21,7 @@ struct ResultDoc {
   std::vector<TestStatus> tests;
   Json runtimes = Json::object();            ///< {name: [ms, ...]}
   std::optional<std::string> skipped_reason;
+  std::optional<double> elapsed_s;  ///< the program's own time from main() to the document ("elapsed_ms"), seconds
   int Count(const std::string& status) const;
 };
 
@@ -29,7 +30,9 @@ struct ResultDoc {
 ResultDoc ParseResultDoc(const std::string& text);
 
 /// pytest-shaped lines for the scoring: "<program>::<name> PASSED|FAILED|SKIPPED" per test and a summary
-/// "==== 2 passed, 1 failed in 0.12s ====" (so ClassifyCorrectness's shape/value/skip logic applies).
+/// "==== 2 passed, 1 failed in 0.12s ====" (so ClassifyCorrectness's shape/value/skip logic applies). The
+/// time is the program's own elapsed_s when it reported one (as pytest reports its session time), else
+/// `wall_s` (the pipeline's wall time of the process).
 std::string PytestStyleReport(const ResultDoc& doc, const std::string& program, double wall_s);
 
 /// "-DNAME=VALUE ..." from hyperparameters.buildtime (an object; strings unquoted, booleans 1/0, numbers as
@@ -41,5 +44,10 @@ std::vector<std::string> BuildtimeDefines(const Json& hyperparameters);
 /// "-arch=native"; "cpu", "" or anything else -> "" (nvcc's default architecture). Only the first entry of a
 /// comma list is used.
 std::string NvccArchFlag(const std::string& gpu_arch);
+
+/// The nvcc a CUDA task's build should call (exported to the build as $KF_NVCC): $KF_NVCC when set, else
+/// `nvcc` found on PATH, else $CUDA_HOME/bin/nvcc, else /usr/local/cuda/bin/nvcc (NVIDIA's default install
+/// prefix) when it exists; plain "nvcc" otherwise, so the build fails with the shell's "nvcc: not found".
+std::string FindNvcc();
 
 }  // namespace kf::native

@@ -148,7 +148,9 @@ Classification ClassifyCorrectness(const ProcessResult& run, std::optional<StopR
     auto summary = scoring_internal::ParsePytestSummary(output);
     if (summary && !summary->count("passed") && summary->count("skipped")) {
       // Exit 0 with every selected test skipped (e.g. no device): the reference scored this as correct.
-      return {EvalStatus::kSkipped, "every correctness test was skipped"};
+      // The harness's reason (native: "skipped: no CUDA device: …") makes the verdict actionable.
+      const std::string why = message.rfind("skipped: ", 0) == 0 ? " (" + message.substr(9) + ")" : "";
+      return {EvalStatus::kSkipped, "every correctness test was skipped" + why};
     }
     return {EvalStatus::kCorrect, ""};
   }

@@ -165,6 +165,31 @@ TEST(CliTask, ValidateListsEveryProblem) {
   EXPECT_EQ(j["problems"].size(), 4u) << all;
 }
 
+TEST(CliTask, ValidateNamesThePackageKindAndItsChecks) {
+  // A native package (harness: native): tests come from config `tests`, no task.py is needed.
+  const fs::path native = testing::SourceDir() / "examples/tasks/ocl_vector_add";
+  RunResult r = Kf("validate " + Quote(native.string()));
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("valid native task (2 correctness test(s), 1 performance test(s))"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("config tests: correctness and performance names"), std::string::npos) << r.out;
+  r = Kf("validate " + Fixture("relu_cpu"));
+  EXPECT_NE(r.out.find("valid pytest task"), std::string::npos) << r.out;
+
+  // The same native package without its tests and build commands: both problems, no task.py complaint.
+  TempDir tmp;
+  fs::copy(native, tmp.path() / "pkg", fs::copy_options::recursive);
+  WriteFile(tmp.path() / "pkg/config.yaml", "task_name: v\njob_name: v\nharness: native\n");
+  r = Kf("validate " + Quote((tmp.path() / "pkg").string()) + " --json");
+  EXPECT_EQ(r.rc, 3) << r.err;
+  Json j = Json::parse(r.out);
+  EXPECT_EQ(j["harness"], "native");
+  std::string all = j["problems"].dump();
+  for (const char* p : {"no build commands", "no correctness test (config tests", "no performance test (config tests"})
+    EXPECT_NE(all.find(p), std::string::npos) << p << " missing in " << all;
+  EXPECT_EQ(all.find("task.py"), std::string::npos) << all;
+  EXPECT_EQ(j["problems"].size(), 3u) << all;
+}
+
 TEST(CliTask, WithBlocksToJsonDirAndArchive) {
   TempDir tmp;
   const fs::path code = tmp.path() / "kernel.cpp";

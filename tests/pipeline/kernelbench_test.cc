@@ -200,7 +200,7 @@ TEST(KernelBenchSlow, EveryProblemImportsToAValidPackage) {
       ASSERT_EQ(rc, 0) << e.path() << "\n" << text;
       auto [vrc, vtext] = RunShell(Kf("validate " + Q(out)));
       EXPECT_EQ(vrc, 0) << e.path() << "\n" << vtext;
-      EXPECT_TRUE(Has(vtext, "valid (6 correctness test(s), 1 performance test(s))")) << e.path() << "\n" << vtext;
+      EXPECT_TRUE(Has(vtext, "valid pytest task (6 correctness test(s), 1 performance test(s))")) << e.path() << "\n" << vtext;
     }
   }
   EXPECT_GE(count, 12);
@@ -218,7 +218,7 @@ void RunImported(const std::string& problem, const std::string& sets, const std:
   std::string cand = candidate.empty() ? "" : " --candidate " + Q(testing::SourceDir() / candidate);
   auto [rrc, out] = RunShell(Kf("run " + Q(task) + cand + " --db " + Q(db) + " --json " + Q(tmp.path() / "out.json")));
   ASSERT_EQ(rrc, 0) << out;
-  EXPECT_TRUE(Has(out, "status: correct (correct)")) << out;
+  EXPECT_TRUE(Has(out, "status: correct   (reference-compatible status: correct)")) << out;
   EXPECT_TRUE(Has(out, "task.py::TestKernelBench::test_benchmark")) << out;
   EXPECT_TRUE(Has(out, "overall speedup (geomean):")) << out;
   Json j = Json::parse(ReadFile(tmp.path() / "out.json"));

@@ -62,6 +62,11 @@ TEST(NativeProtocol, ParsesTheResultDocumentAndWritesAPytestShapedReport) {
   EXPECT_NE(report.find("test_kernel::test_output_shapes_match PASSED"), std::string::npos) << report;
   EXPECT_NE(report.find("test_kernel::test_values_match FAILED - values mismatch"), std::string::npos) << report;
   EXPECT_NE(report.find("= 1 failed, 1 passed in 0.50s ="), std::string::npos) << report;
+  // The program's own elapsed time, when reported, is the summary's time (as pytest reports its session).
+  native::ResultDoc timed = native::ParseResultDoc(R"({"tests":[],"runtimes":{},"elapsed_ms":1234.5})");
+  ASSERT_TRUE(timed.elapsed_s.has_value());
+  EXPECT_DOUBLE_EQ(*timed.elapsed_s, 1.2345);
+  EXPECT_NE(native::PytestStyleReport(timed, "p", 9.0).find("no tests ran in 1.23s"), std::string::npos);
   EXPECT_THROW(native::ParseResultDoc(R"({"tests":[{"name":"x","status":"maybe"}]})"), Error);
   EXPECT_THROW(native::ParseResultDoc("not json"), Error);
 }
@@ -78,7 +83,9 @@ TEST(NativeProtocol, DefinesAndNvccArch) {
   EXPECT_EQ(native::NvccArchFlag("cpu"), "");
 }
 
-TEST(NativeHarnessE2E, OclMatmulFastIsCorrectWithSpeedupAndStored) {
+// "Serial": ctest runs it alone (tests/CMakeLists.txt) — PoCL's kernel uses every core, so a concurrent test
+// would halve the candidate's speed but not the single-threaded reference's.
+TEST(NativeHarnessSerialE2E, OclMatmulFastIsCorrectWithSpeedupAndStored) {
   TempDir tmp;
   auto [rc, out, j] = RunNative(tmp, "ocl_matmul", "fast.cl");
   ASSERT_EQ(rc, 0) << out;
@@ -108,6 +115,43 @@ TEST(NativeHarnessE2E, OclMatmulHangIsATestTimeoutWithNoProcessLeft) {
   EXPECT_NE(rc, 0) << out;
   EXPECT_EQ(j["status"], "test_timeout") << out;
   EXPECT_TRUE(testing::ProcessesUnder(tmp.path()).empty());
+}
+
+TEST(NativeHarnessE2E, OclVectorAddFastIsCorrectAndTheVloadBugIsAValueMismatch) {
+  TempDir tmp;
+  auto [rc, out, j] = RunNative(tmp, "ocl_vector_add", "fast.cl");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(j["status"], "correct") << out;
+  EXPECT_GT(j["speedup"].get<double>(), 0.0) << out;  // measured against the C++ loop; its size is the machine's
+  auto [wrc, wout, wj] = RunNative(tmp, "ocl_vector_add", "wrong.cl", "--no-reference --no-store");
+  EXPECT_EQ(wrc, 1) << wout;
+  EXPECT_EQ(wj["status"], "value_mismatch") << wout;
+  // The SDK's failure message reaches the stored log: which size failed and how badly.
+  EXPECT_NE(wj["result"]["eval_log"].get<std::string>().find("n=17: values mismatch"), std::string::npos) << wj.dump();
+}
+
+TEST(NativeHarnessE2E, CudaSoftmaxBuildsWithNvccForGpuArchAndSaysWhyItIsSkipped) {
+  const std::string nvcc = native::FindNvcc();
+  if (nvcc == "nvcc") GTEST_SKIP() << "no nvcc on this machine (PATH, $CUDA_HOME, /usr/local/cuda)";
+  const bool has_gpu = std::filesystem::exists("/dev/nvidia0");
+  TempDir tmp;
+  auto [rc, out, j] = RunNative(tmp, "cuda_softmax", "fast.cu", "--no-store");
+  ASSERT_TRUE(j.is_object()) << out;
+  // The build ran nvcc with gpu_arch "90" mapped to -arch=sm_90, and recorded the expanded command.
+  const Json& commands = j["build_result"]["result"]["output_data"]["commands"];
+  ASSERT_EQ(commands.size(), 2u) << j["build_result"].dump();
+  EXPECT_EQ(commands[1].get<std::string>().rfind(nvcc + " -std=c++20 -O3 -arch=sm_90 ", 0), 0u) << commands.dump();
+  EXPECT_EQ(j["build_result"]["result"]["returncode"], 0);
+  if (has_gpu) {
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(j["status"], "correct") << out;
+  } else {
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_EQ(j["status"], "skipped") << out;
+    EXPECT_NE(j["status_detail"].get<std::string>().find("(no CUDA device: "), std::string::npos) << out;
+    EXPECT_NE(out.find("status: skipped - 90: every correctness test was skipped (no CUDA device: "),
+              std::string::npos) << out;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
-// Correct and faster: 16 x 16 tiles of A and B staged in local memory (launch with local size 16 x 16 or
-// let the runtime pick; the kernel handles any local size that divides n via the tile loop below).
+// Correct and faster than the C++ reference: 16 x 16 tiles of A and B staged in local memory (the kernel
+// requires local size 16 x 16, which the test program honours). On a GPU the tiling is what makes it fast;
+// on PoCL's CPU device it runs about as fast as the starting kernel (PoCL already vectorises that one across
+// work-items) and the speedup over the single-threaded C++ loop comes from vector units and all cores.
 #define TILE 16
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
 void matmul(__global const float* A, __global const float* B, __global float* C, const int n) {

@@ -1,0 +1,25 @@
+// cuda_softmax kernel: row-wise softmax of a rows x cols float32 matrix (row-major), y = exp(x - max) / sum.
+// Contract with the test program: `void launch_softmax(const float* x, float* y, int rows, int cols)` enqueues
+// the kernel(s) on the default stream; x and y are device pointers. Candidates replace the EVOLVE block
+// (a .h, not .cuh: the block scanner's extension allow-list is the reference's, which has no .cuh).
+#pragma once
+
+// [EVOLVE_START]
+// Starting point: one thread per row, three passes over the row in global memory.
+__global__ void softmax_rows(const float* x, float* y, int rows, int cols) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  const float* in = x + static_cast<size_t>(row) * cols;
+  float* out = y + static_cast<size_t>(row) * cols;
+  float m = -INFINITY;
+  for (int j = 0; j < cols; ++j) m = fmaxf(m, in[j]);
+  float sum = 0.0f;
+  for (int j = 0; j < cols; ++j) sum += expf(in[j] - m);
+  for (int j = 0; j < cols; ++j) out[j] = expf(in[j] - m) / sum;
+}
+
+inline void launch_softmax(const float* x, float* y, int rows, int cols) {
+  const int threads = 128;
+  softmax_rows<<<(rows + threads - 1) / threads, threads>>>(x, y, rows, cols);
+}
+// [EVOLVE_END]
