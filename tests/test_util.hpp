@@ -4,9 +4,25 @@
 #include <filesystem>
 #include <string>
 
+#include <gtest/gtest.h>
+
+#include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
 
 namespace kf::testing {
+
+/// Runs `fn`, expects it to throw kf::Error of `kind` (a test failure otherwise), and returns the error.
+template <typename Fn>
+Error ExpectError(ErrorKind kind, Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(ErrorKindName(e.kind()), ErrorKindName(kind)) << e.what();
+    return e;
+  }
+  ADD_FAILURE() << "expected kf::Error(" << ErrorKindName(kind) << ")";
+  return Error(ErrorKind::kInternal, "no error");
+}
 
 /// ../shared next to the source tree (read-only fixtures, kernelbench problems).
 std::filesystem::path SharedDir();

@@ -22,17 +22,7 @@ using testing::SharedDir;
 using testing::TempDir;
 using testing::WriteFile;
 
-template <typename Fn>
-Error ExpectError(ErrorKind kind, Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(ErrorKindName(e.kind()), ErrorKindName(kind)) << e.what();
-    return e;
-  }
-  ADD_FAILURE() << "expected kf::Error(" << ErrorKindName(kind) << ")";
-  return Error(ErrorKind::kInternal, "no error");
-}
+using testing::ExpectError;
 
 struct stat Stat(const fs::path& p) {
   struct stat st {};

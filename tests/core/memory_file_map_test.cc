@@ -18,18 +18,7 @@ using testing::Golden;
 
 double Now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
-/// Runs `fn`, expects a kf::Error of `kind`, returns it.
-template <typename Fn>
-Error ExpectError(ErrorKind kind, Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(ErrorKindName(e.kind()), ErrorKindName(kind)) << e.what();
-    return e;
-  }
-  ADD_FAILURE() << "expected kf::Error(" << ErrorKindName(kind) << ")";
-  return Error(ErrorKind::kInternal, "no error");
-}
+using testing::ExpectError;
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
