@@ -160,6 +160,9 @@ class Harness {
   /// Runs one variant's correctness run and, when it passed, its performance run. Never throws for a
   /// failing test.
   virtual VariantRun Test(const TestRequest& request) const = 0;
+  /// True when the reference variant runs what the candidate build produced (native: one test program,
+  /// `--kf-ref` selects the reference), so a reference-only run (kf validate --run) must build it too.
+  virtual bool ReferenceUsesCandidateBuild() const { return false; }
 };
 
 /// Chooses the harness from task.config["harness"]: "pytest" (the default when task.py exists).

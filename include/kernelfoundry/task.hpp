@@ -117,6 +117,19 @@ class Task {
   std::string HashId() const;
 };
 
+/// One problem of a task's config: the config key (e.g. "build[1]", "test_executable") and what is wrong.
+struct ConfigProblem {
+  std::string field;
+  std::string message;
+};
+
+/// The config checks of a package kind that do not need a build: `harness` must be absent, "pytest" or
+/// "native"; for native tasks, `build` is a non-empty string or list of non-empty strings (or `cmake: true`
+/// with a CMakeLists.txt in `files`), `test_executable` and `artifacts` are relative paths inside the task
+/// (no "..", not absolute, not empty), `tests.correctness` / `tests.performance` are non-empty lists of
+/// names. Used by Task::Problems (kf validate) and before a native build (kf run exits 3 on the first one).
+std::vector<ConfigProblem> ConfigProblems(const Json& config, const MemoryFileMap& files);
+
 /// The reference's generate_hash_id over an encoded task_data JSON object (or a string, hashed directly).
 std::string GenerateHashId(const Json& encoded_task_data);
 

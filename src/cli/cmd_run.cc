@@ -78,9 +78,11 @@ int RunRun(const RunOptions& o) {
     recorded = RecordRun(*store, loaded.task, /*validate=*/false, run, &ev);
   }
 
-  PrintVerdict(ev);
+  // With --json - stdout carries only the JSON document; the human summary goes to stderr.
+  std::FILE* human = o.json == "-" ? stderr : stdout;
+  PrintVerdict(ev, human);
   if (recorded) {
-    std::printf("stored: job %lld, kernel %s in %s\n", static_cast<long long>(recorded->job_id),
+    std::fprintf(human, "stored: job %lld, kernel %s in %s\n", static_cast<long long>(recorded->job_id),
                 recorded->kernel_uuid.c_str(), db.c_str());
   }
   for (const auto& dir : ev.kept_dirs) std::fprintf(stderr, "kf: kept work dir %s\n", dir.c_str());

@@ -182,7 +182,7 @@ std::string Speedup(double v) { return v > 0 ? fmt::format("{:.3f}x", v) : "-"; 
 
 }  // namespace
 
-void PrintVerdict(const Evaluation& ev) {
+void PrintVerdict(const Evaluation& ev, std::FILE* out) {
   const EvalResult& r = ev.result;
   bool multi_arch = ev.archs.size() > 1;
   std::vector<std::vector<std::string>> rows;
@@ -206,19 +206,34 @@ void PrintVerdict(const Evaluation& ev) {
         if (i) line += "  ";
         line += text ? fmt::format("{:<{}}", row[i], width[i]) : fmt::format("{:>{}}", row[i], width[i]);
       }
-      std::printf("%s\n", line.c_str());
+      std::fprintf(out, "%s\n", line.c_str());
     };
     print(header);
     for (const auto& row : rows) print(row);
-    std::printf("\n");
+    std::fprintf(out, "\n");
   }
-  std::printf("overall speedup (geomean): %s\n", Speedup(r.runtime_improvement).c_str());
-  std::printf("candidate runtime: %s ms\n", Ms(r.runtime).c_str());
-  std::printf("perf_score: %d   combined score: %s\n", r.perf_score,
+  std::fprintf(out, "overall speedup (geomean): %s\n", Speedup(r.runtime_improvement).c_str());
+  std::fprintf(out, "candidate runtime: %s ms\n", Ms(r.runtime).c_str());
+  std::fprintf(out, "perf_score: %d   combined score: %s\n", r.perf_score,
               ev.combined_score >= 0 ? fmt::format("{:.4g}", ev.combined_score).c_str() : "-");
   std::string status = std::string(EvalStatusName(r.status));
-  std::printf("status: %s%s   (reference-compatible status: %s)\n", status.c_str(),
+  std::fprintf(out, "status: %s%s   (reference-compatible status: %s)\n", status.c_str(),
               r.status_detail.empty() ? "" : (" - " + r.status_detail).c_str(), std::string(r.ReferenceStatus()).c_str());
+  if (!IsCorrectVerdict(r) && r.status != EvalStatus::kSkipped && !r.eval_log.empty()) {
+    // Why it failed, without -v or --json: the last lines of the log (compiler errors, failed asserts).
+    constexpr size_t kTail = 20;
+    std::vector<std::string> lines;
+    size_t pos = 0;
+    while (pos < r.eval_log.size()) {
+      size_t nl = r.eval_log.find('\n', pos);
+      std::string line = r.eval_log.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+      if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(std::move(line));
+      pos = nl == std::string::npos ? r.eval_log.size() : nl + 1;
+    }
+    size_t from = lines.size() > kTail ? lines.size() - kTail : 0;
+    std::fprintf(out, "log (last %zu of %zu lines; all of it: --json or -v):\n", lines.size() - from, lines.size());
+    for (size_t i = from; i < lines.size(); ++i) std::fprintf(out, "  %s\n", lines[i].c_str());
+  }
 }
 
 Json EvaluationJson(const Evaluation& ev, const std::optional<RecordedRun>& recorded, const std::string& db) {

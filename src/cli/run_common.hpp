@@ -2,6 +2,8 @@
 // wiring (jobs / tasks / kernels / job_logs rows, reference spec §5.5–§5.6) and the reference check.
 #pragma once
 
+#include <cstdio>
+
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -45,9 +47,10 @@ struct RecordedRun {
 RecordedRun RecordRun(Store& store, const Task& task, bool validate, const std::function<Evaluation()>& run,
                       Evaluation* out);
 
-/// Prints the verdict table to stdout: per benchmark the reference ms, candidate ms and speedup; then the
-/// overall speedup (geometric mean), perf_score, combined score and status.
-void PrintVerdict(const Evaluation& ev);
+/// Prints the verdict table to `out`: per benchmark the reference ms, candidate ms and speedup; then the
+/// overall speedup (geometric mean), perf_score, combined score and status; for a negative verdict the last
+/// 20 non-blank lines of the evaluation log (compiler errors, failed assertions).
+void PrintVerdict(const Evaluation& ev, std::FILE* out = stdout);
 
 /// The JSON document of `kf run --json`: task, status, reference_status, status_detail, perf_score,
 /// speedup, combined_score, result (EvalResult::ToJson), build results, test results, timings, job/kernel.

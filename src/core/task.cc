@@ -89,6 +89,13 @@ std::pair<Task, TaskMetadata> Task::CreateFromFiles(MemoryFileMap files, const T
 
   task.blocks = GetAllBlocks(files);  // throws on nested / stray / unclosed markers and non-UTF-8 sources
 
+  if (task.config.is_object() && task.config.contains("harness") && !task.config["harness"].is_null() &&
+      !IsNativeTaskConfig(task.config) && task.config["harness"] != "pytest") {
+    // Before any collection: a typo must not turn into "task.py is missing".
+    throw Error(ErrorKind::kInvalidArgument,
+                fmt::format("unknown harness {} (expected pytest or native)", task.config["harness"].dump()),
+                config_name, "harness");
+  }
   if (IsNativeTaskConfig(task.config)) {
     // Native tasks (harness: native) list their tests in config.yaml; nothing is collected (so this is done
     // even without discover_tests: it reads the config only).
@@ -117,18 +124,96 @@ std::pair<Task, TaskMetadata> Task::CreateFromFiles(MemoryFileMap files, const T
   return {std::move(task), std::move(metadata)};
 }
 
+std::vector<ConfigProblem> ConfigProblems(const Json& config, const MemoryFileMap& files) {
+  std::vector<ConfigProblem> out;
+  if (!config.is_object()) return out;
+  if (config.contains("harness") && !config["harness"].is_null()) {
+    const Json& h = config["harness"];
+    if (!h.is_string() || (h.get<std::string>() != "pytest" && h.get<std::string>() != "native")) {
+      out.push_back({"harness", fmt::format("unknown harness {} (expected pytest or native)", h.dump())});
+    }
+  }
+  if (!IsNativeTaskConfig(config)) return out;
+  // A relative path inside the task tree (what the harness collects as an artifact).
+  auto check_path = [&](const Json& v, const std::string& field) {
+    if (!v.is_string() || v.get<std::string>().empty()) {
+      out.push_back({field, fmt::format("expected a relative path inside the task, got {}", v.dump())});
+      return;
+    }
+    const std::filesystem::path p(v.get<std::string>());
+    bool up = false;
+    for (const auto& part : p) up = up || part == "..";
+    if (p.is_absolute() || up) out.push_back({field, fmt::format("'{}' is not inside the task", p.string())});
+  };
+  bool cmake = false;
+  if (config.contains("cmake")) {
+    if (!config["cmake"].is_boolean()) {
+      out.push_back({"cmake", fmt::format("expected true or false, got {}", config["cmake"].dump())});
+    } else if ((cmake = config["cmake"].get<bool>()) && !files.Contains("CMakeLists.txt")) {
+      out.push_back({"cmake", "cmake: true but the task has no CMakeLists.txt at the top level"});
+    }
+  }
+  if (config.contains("build")) {
+    const Json& b = config["build"];
+    if (b.is_string()) {
+      if (b.get<std::string>().empty()) out.push_back({"build", "empty build command"});
+    } else if (b.is_array()) {
+      if (b.empty() && !cmake) out.push_back({"build", "empty list of build commands"});
+      for (size_t i = 0; i < b.size(); ++i) {
+        if (!b[i].is_string() || b[i].get<std::string>().empty()) {
+          out.push_back({fmt::format("build[{}]", i),
+                         fmt::format("expected a shell command (a non-empty string; quote it in YAML), got {}",
+                                     b[i].dump())});
+        }
+      }
+    } else {
+      out.push_back({"build", fmt::format("expected a list of shell commands, got {}", b.dump())});
+    }
+  } else if (!cmake) {
+    out.push_back({"build", "no build commands (`build: [cmd, ...]` or `cmake: true`)"});
+  }
+  if (config.contains("test_executable")) check_path(config["test_executable"], "test_executable");
+  if (config.contains("artifacts")) {
+    const Json& a = config["artifacts"];
+    if (!a.is_array()) {
+      out.push_back({"artifacts", fmt::format("expected a list of paths, got {}", a.dump())});
+    } else {
+      for (size_t i = 0; i < a.size(); ++i) check_path(a[i], fmt::format("artifacts[{}]", i));
+    }
+  }
+  const Json* tests = config.contains("tests") ? &config["tests"] : nullptr;
+  if (tests && !tests->is_object()) {
+    out.push_back({"tests", fmt::format("expected {{correctness: [names], performance: [names]}}, got {}",
+                                        tests->dump())});
+    tests = nullptr;
+  }
+  for (const char* key : {"correctness", "performance"}) {
+    const std::string field = std::string("tests.") + key;
+    if (!tests || !tests->contains(key)) {
+      out.push_back({field, fmt::format("no {} test (list the test names: tests: {{{}: [names]}})", key, key)});
+      continue;
+    }
+    const Json& list = (*tests)[key];
+    if (!list.is_array() || list.empty()) {
+      out.push_back({field, fmt::format("expected a non-empty list of test names, got {}", list.dump())});
+      continue;
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_string() || list[i].get<std::string>().empty()) {
+        out.push_back({fmt::format("{}[{}]", field, i), fmt::format("expected a test name, got {}", list[i].dump())});
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> Task::Problems() const {
   std::vector<std::string> problems;
   if (task_data.empty()) problems.push_back("the task has no files");
-  if (IsNativeTaskConfig(config)) {
-    // Native task: a test program built by config `build`/`cmake`; tests listed under config `tests`.
-    if (!config.contains("build") && !config.contains("cmake")) {
-      problems.push_back("config has no build commands (`build: [cmd, ...]` or `cmake: true`)");
-    }
-    TestLists lists = NativeTestLists(config);
-    if (lists.correctness.empty()) problems.push_back("no correctness test (config tests: correctness: [names])");
-    if (lists.profile.empty()) problems.push_back("no performance test (config tests: performance: [names])");
-  } else {
+  for (const ConfigProblem& p : ConfigProblems(config, task_data)) {
+    problems.push_back(fmt::format("config.yaml: {}: {}", p.field, p.message));
+  }
+  if (!IsNativeTaskConfig(config)) {
     if (!task_data.Contains("task.py")) problems.push_back("task.py is missing at the top level");
     if (!task_data.Contains("conftest.py")) problems.push_back("conftest.py is missing at the top level");
     if (correctness_tests.empty()) problems.push_back("no correctness test (a test without @pytest.mark.performance)");

@@ -110,7 +110,14 @@ std::unique_ptr<Harness> MakeHarness(const Task& task) {
     name = "pytest";
   }
   if (name == "pytest") return MakePytestHarness();
-  if (name == "native") return MakeNativeHarness(task.config);
+  if (name == "native") {
+    // Config mistakes are the task's, not the candidate's: refuse before building anything (kf run: exit 3).
+    std::vector<ConfigProblem> problems = ConfigProblems(task.config, task.task_data);
+    if (!problems.empty()) {
+      throw Error(ErrorKind::kInvalidArgument, problems.front().message, "config.yaml", problems.front().field);
+    }
+    return MakeNativeHarness(task.config);
+  }
   throw Error(ErrorKind::kUnsupported, "unknown harness '" + name + "' (expected pytest or native)",
               "config.yaml", "harness");
 }

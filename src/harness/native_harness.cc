@@ -47,6 +47,7 @@ class NativeHarness final : public Harness {
  public:
   explicit NativeHarness(Json config) : config_(std::move(config)) {}
   std::string_view Name() const override { return "native"; }
+  bool ReferenceUsesCandidateBuild() const override { return true; }
 
   BuildRun Build(const BuildRequest& req) const override {
     BuildRun out;
@@ -239,13 +240,18 @@ class NativeHarness final : public Harness {
       } else {
         try {
           out.doc = native::ParseResultDoc(*run.result_data);
+          why = MissingDeclaredTests(*out.doc, select);
         } catch (const Error& e) {
           why = std::string("the test program's result document is invalid: ") + e.what();
         }
       }
       if (!why.empty()) {
+        // "protocol error: " is what the scoring recognises (test_error, never a pass or a pytest status).
+        // Exit codes 0/1 would read as passed/failed, so they become 70 (EX_SOFTWARE); the real one is named.
+        out.doc.reset();
         out.outcome = PhaseOutcome::kError;
-        if (out.result.returncode == 0 || out.result.returncode == 1) out.result.returncode = -1;
+        why = fmt::format("protocol error: {} (exit code {})", why, run.result.returncode);
+        if (out.result.returncode == 0 || out.result.returncode == 1) out.result.returncode = 70;
         out.result.message = JoinNotes(out.result.message, why);
       } else {
         int failed = out.doc->Count("failed") + out.doc->Count("error");
@@ -267,6 +273,22 @@ class NativeHarness final : public Harness {
                               out.wall_s, out.outcome == PhaseOutcome::kPassed ? "" : out.result.message.value_or("")});
     }
     return out;
+  }
+
+  // "" when the document reports every test the config declares for `select` (correctness|performance);
+  // otherwise which are missing. A test program that skips declared tests must not pass.
+  std::string MissingDeclaredTests(const native::ResultDoc& doc, const char* select) const {
+    const char* key = std::string_view(select) == "correctness" ? "correctness" : "performance";
+    if (!config_.contains("tests") || !config_["tests"].is_object() || !config_["tests"].contains(key)) return "";
+    std::string missing;
+    for (const Json& name : config_["tests"][key]) {
+      if (!name.is_string()) continue;
+      bool found = false;
+      for (const auto& t : doc.tests) found = found || t.name == name.get<std::string>();
+      if (!found) missing += (missing.empty() ? "" : ", ") + name.get<std::string>();
+    }
+    return missing.empty() ? "" : "the test program did not report the declared " + std::string(key) + " test(s) " +
+                                      missing + " (config.yaml tests." + key + ")";
   }
 
   Json config_;

@@ -144,6 +144,10 @@ Classification ClassifyCorrectness(const ProcessResult& run, std::optional<StopR
   const std::string output = run.stdout_text + "\n" + run.stderr_text;
   const std::string message = run.message.value_or("");
   const int rc = run.returncode;
+  if (message.find("protocol error: ") != std::string::npos && (!reason || *reason == StopReason::kExited)) {
+    // The native harness: the test program exited without a valid result document for its declared tests.
+    return {EvalStatus::kTestError, message.substr(message.find("protocol error: "))};
+  }
   if (rc == 0) {
     auto summary = scoring_internal::ParsePytestSummary(output);
     if (summary && !summary->count("passed") && summary->count("skipped")) {

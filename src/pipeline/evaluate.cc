@@ -95,7 +95,10 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
 
   // ---- build ----
   const Clock::time_point tb = Clock::now();
-  BuildStageResult builds = RunBuildStage(*harness, ev.task, want_candidate && ev.task.has_build_step,
+  // A reference-only run of a harness whose reference runs the candidate's build (native) still builds it.
+  const bool build_candidate =
+      (want_candidate || (want_reference && harness->ReferenceUsesCandidateBuild())) && ev.task.has_build_step;
+  BuildStageResult builds = RunBuildStage(*harness, ev.task, build_candidate,
                                           want_reference && ev.task.has_reference_build_step, arch_list, options);
   ev.build_s = SecondsSince(tb);
   ev.kept_dirs = builds.kept_dirs;
@@ -115,11 +118,13 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
     return ev;
   }
   std::optional<TestResult> reference_build_failed;
-  if (want_reference && builds.reference && !builds.reference->result.Ok()) {
+  // The build the reference runs on: its own, or (reference-only native run) the candidate's.
+  const std::optional<BuildRun>& reference_build = builds.reference ? builds.reference : builds.candidate;
+  if (want_reference && reference_build && !reference_build->result.Ok()) {
     // The reference asserted here; we score it as reference_failed with the build's output as the log.
     TestResult failed;
-    failed.worker_info = builds.reference->result.worker_info;
-    ProcessResult pr = *builds.reference->result.result;
+    failed.worker_info = reference_build->result.worker_info;
+    ProcessResult pr = *reference_build->result.result;
     pr.message = "Reference build failed: " + pr.message.value_or("");
     if (pr.returncode == 0) pr.returncode = -1;
     failed.correctness_result = std::move(pr);

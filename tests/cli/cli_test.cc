@@ -184,10 +184,28 @@ TEST(CliTask, ValidateNamesThePackageKindAndItsChecks) {
   Json j = Json::parse(r.out);
   EXPECT_EQ(j["harness"], "native");
   std::string all = j["problems"].dump();
-  for (const char* p : {"no build commands", "no correctness test (config tests", "no performance test (config tests"})
+  for (const char* p : {"config.yaml: build: no build commands", "config.yaml: tests.correctness: no correctness test",
+                        "config.yaml: tests.performance: no performance test"})
     EXPECT_NE(all.find(p), std::string::npos) << p << " missing in " << all;
   EXPECT_EQ(all.find("task.py"), std::string::npos) << all;
   EXPECT_EQ(j["problems"].size(), 3u) << all;
+
+  // Config mistakes are named by key, and kf run refuses them before any build (exit 3, one line).
+  WriteFile(tmp.path() / "pkg/config.yaml",
+            "task_name: v\njob_name: v\nharness: native\nbuild: [make, false]\ntest_executable: ../../bin/true\n"
+            "tests: {correctness: test_a, performance: [bench]}\n");
+  r = Kf("validate " + Quote((tmp.path() / "pkg").string()) + " --json");
+  all = Json::parse(r.out)["problems"].dump();
+  for (const char* p : {"build[1]: expected a shell command", "test_executable: '../../bin/true' is not inside the task",
+                        "tests.correctness: expected a non-empty list of test names, got \\\"test_a\\\""})
+    EXPECT_NE(all.find(p), std::string::npos) << p << " missing in " << all;
+  ExpectOneLineError(Kf("run " + Quote((tmp.path() / "pkg").string()) + " --no-store"), 3,
+                     "config.yaml: build[1]: expected a shell command");
+
+  // A harness typo is named as such, not as a pytest task without task.py.
+  WriteFile(tmp.path() / "pkg/config.yaml", "task_name: v\njob_name: v\nharness: nativ\n");
+  ExpectOneLineError(Kf("validate " + Quote((tmp.path() / "pkg").string())), 3,
+                     "harness: unknown harness \"nativ\" (expected pytest or native)");
 }
 
 TEST(CliTask, WithBlocksToJsonDirAndArchive) {

@@ -154,5 +154,70 @@ TEST(NativeHarnessE2E, CudaSoftmaxBuildsWithNvccForGpuArchAndSaysWhyItIsSkipped)
   }
 }
 
+// A native package whose "test program" is a shell script (no build): `doc` is what it writes to the result
+// descriptor (nothing when empty), `exit_code` its exit status. The config declares test_a and bench_a.
+std::filesystem::path ScriptTask(const TempDir& tmp, const std::string& doc, int exit_code) {
+  const std::filesystem::path dir = tmp.path() / "script_task";
+  testing::WriteFile(dir / "config.yaml",
+                     "task_name: script_task\njob_name: script_task\nharness: native\ngpu_arch: cpu\n"
+                     "build: [\"true\"]\ntest_executable: prog.sh\ntest_reference: false\n"
+                     "tests: {correctness: [test_a], performance: [bench_a]}\n");
+  std::string script = "#!/bin/sh\n# [EVOLVE_START]\n# [EVOLVE_END]\n";
+  if (!doc.empty()) script += "printf '%s' '" + doc + "' >&6\n";
+  script += "exit " + std::to_string(exit_code) + "\n";
+  testing::WriteFile(dir / "prog.sh", script);
+  std::filesystem::permissions(dir / "prog.sh", std::filesystem::perms::owner_all);
+  return dir;
+}
+
+std::tuple<int, std::string, Json> RunScriptTask(const TempDir& tmp, const std::filesystem::path& dir) {
+  const std::filesystem::path out = tmp.path() / "out.json";
+  auto [rc, text] = RunShell("KF_CACHE_DIR='" + std::string(std::getenv("KF_CACHE_DIR") ? std::getenv("KF_CACHE_DIR") : "") +
+                             "' '" + (testing::BinaryDir() / "kf").string() + "' run '" + dir.string() +
+                             "' --no-store --json '" + out.string() + "'");
+  Json j = std::filesystem::exists(out) ? ParseJson(ReadFile(out), out.string()) : Json();
+  return {rc, text, j};
+}
+
+TEST(NativeHarnessProtocolE2E, NoResultDocumentIsATestErrorNamingTheExitCode) {
+  // Regression: exit 0 without a document was scored "crash - killed by SIGHUP".
+  for (int code : {0, 1, 3}) {
+    TempDir tmp;
+    auto [rc, out, j] = RunScriptTask(tmp, ScriptTask(tmp, "", code));
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_EQ(j["status"], "test_error") << out;
+    const std::string detail = j["status_detail"].get<std::string>();
+    EXPECT_NE(detail.find("protocol error: the test program wrote no result document"), std::string::npos) << detail;
+    EXPECT_NE(detail.find("(exit code " + std::to_string(code) + ")"), std::string::npos) << detail;
+  }
+}
+
+TEST(NativeHarnessProtocolE2E, ADocumentWithoutTheDeclaredTestsDoesNotPass) {
+  // Regression: a program reporting some other test (or none) was judged correct.
+  for (const char* doc : {R"({"tests":[{"name":"test_b","kind":"correctness","status":"passed","message":""}],"runtimes":{}})",
+                          R"({"tests":[],"runtimes":{}})"}) {
+    TempDir tmp;
+    auto [rc, out, j] = RunScriptTask(tmp, ScriptTask(tmp, doc, 0));
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_EQ(j["status"], "test_error") << out;
+    EXPECT_NE(j["status_detail"].get<std::string>().find("did not report the declared correctness test(s) test_a"),
+              std::string::npos) << j["status_detail"];
+  }
+}
+
+TEST(NativeHarnessE2E, OmpReductionWrongSumIsAValueMismatchAndValidateRunBuildsTheProgram) {
+  TempDir tmp;
+  // Regression: the shape test compared values, so a wrong sum was scored as a shape mismatch.
+  auto [rc, out, j] = RunNative(tmp, "omp_reduction", "wrong.cpp", "--no-reference --no-store");
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(j["status"], "value_mismatch") << out;
+  // Regression: `kf validate --run` on a native task ran the reference without building the test program.
+  auto [vrc, vout] = RunShell("KF_CACHE_DIR='" + std::string(std::getenv("KF_CACHE_DIR")) + "' '" +
+                              (testing::BinaryDir() / "kf").string() + "' validate --run --no-store '" +
+                              (tmp.path() / "omp_reduction").string() + "'");
+  EXPECT_EQ(vrc, 0) << vout;
+  EXPECT_NE(vout.find("reference run: PASSED"), std::string::npos) << vout;
+}
+
 }  // namespace
 }  // namespace kf
