@@ -24,6 +24,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +47,9 @@ struct EvaluateOptions {
   std::filesystem::path work_root;       ///< parent of the work dirs; empty = the system temp dir
   ProgressFn progress;                   ///< live phase events
   OutputLineFn on_output_line;           ///< every output line of every child (verbose mode)
+  /// Cancellation: when stop is requested, the running child tree is killed and Evaluate returns a verdict
+  /// with status kCanceled as soon as possible (no further phases start).
+  std::stop_token stop;
 };
 
 /// "a, b,,c " -> {"a", "b", "c"} (B6: entries stripped, empty ones dropped).
