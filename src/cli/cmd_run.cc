@@ -2,7 +2,7 @@
 // reference are built and tested (correctness, then performance), the result is scored and stored.
 //
 //   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH]
-//               [--no-store] [--json OUT] [--keep-workdir] [-v]
+//               [--no-store] [--json OUT] [--keep-workdir] [-v] [--broker URL]
 //
 // TASK is a package directory, an archive or an encoded task (*.json). --candidate FILE holds the new
 // EVOLVE content (the shorthand update, needs exactly one EVOLVE block); --blocks holds the full update
@@ -10,6 +10,9 @@
 // Progress lines go to stderr; the verdict table to stdout. A job row (INIT -> RUN -> COMPLETE/FAIL), the
 // tasks row, one kernels row and the process logs are written to --db (default $KF_DB, else
 // runs/kernels.sqlite3) unless --no-store. --json OUT ("-" = stdout) writes the whole evaluation.
+// --broker URL sends the build and the tests to a Celery/RabbitMQ farm (build_custom_task_<language>,
+// test_custom_task_<arch>; kf workers or the reference's) instead of running them here; scoring and storing
+// are the same.
 // Exit 0 when the candidate is correct (perf_score 5), 1 when the verdict is negative, other codes
 // (exit_codes.hpp) when the input is unusable.
 #include <cstdio>
@@ -23,6 +26,7 @@
 #include "cli/run_common.hpp"
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/farm.hpp"
 
 namespace kf::cli {
 namespace {
@@ -38,6 +42,7 @@ struct RunOptions {
   std::string json;
   bool keep_workdir = false;
   bool verbose = false;
+  std::string broker;
 };
 
 std::optional<BlockUpdate> ReadCandidate(const RunOptions& o) {
@@ -66,7 +71,15 @@ int RunRun(const RunOptions& o) {
       std::fprintf(stderr, "  %s %s\n", is_stderr ? "!" : "|", line.c_str());
     };
   }
-  auto run = [&] { return Evaluate(loaded.task, candidate, eo); };
+  std::unique_ptr<CeleryClient> client;
+  std::unique_ptr<QueueStageRunner> farm;
+  if (!o.broker.empty()) {
+    client = std::make_unique<CeleryClient>(ConnectAmqp(ParseBrokerUrl(o.broker)));
+    FarmOptions fo;
+    fo.on_event = [](const std::string& e) { std::fprintf(stderr, "kf: farm: %s\n", e.c_str()); };
+    farm = std::make_unique<QueueStageRunner>(*client, fo);
+  }
+  auto run = [&] { return farm ? EvaluateOnFarm(loaded.task, candidate, eo, *farm) : Evaluate(loaded.task, candidate, eo); };
 
   Evaluation ev;
   std::optional<RecordedRun> recorded;
@@ -114,6 +127,8 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cmd->add_option("--json", o->json, "Write the whole evaluation as JSON to this file (- = stdout)");
   cmd->add_flag("--keep-workdir", o->keep_workdir, "Keep the kf_build_* / kf_test_* work directories");
   cmd->add_flag("-v,--verbose", o->verbose, "Stream every build/test output line to stderr");
+  cmd->add_option("--broker", o->broker,
+                  "Run the build and tests on a Celery/RabbitMQ farm: amqp://user:password@host:port/vhost");
   cmd->callback([o, exit_code]() { *exit_code = RunRun(*o); });
 });
 

@@ -1,0 +1,215 @@
+// EvaluateOnFarm: Evaluate (src/pipeline/evaluate.cc) with its two stages run by a QueueStageRunner.
+// TEMPORARY: this is Evaluate's flow, copied with RunBuildStage/RunTestStage replaced by the runner's calls,
+// until Evaluate takes a StageRunner (design review §3.3); then `kf run --broker` passes the runner to
+// Evaluate and this file is deleted. Keep it identical to evaluate.cc apart from those two calls.
+#include <chrono>
+
+#include "kernelfoundry/blocks.hpp"
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/farm.hpp"
+#include "kernelfoundry/worker_info.hpp"
+
+namespace kf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string EvolveCode(const Task& task) {
+  auto it = task.blocks.find("EVOLVE");
+  return it == task.blocks.end() ? std::string() : BlocksToStr(it->second);
+}
+
+bool ConfigBool(const Json& config, const char* key, bool fallback) {
+  if (!config.is_object() || !config.contains(key) || config[key].is_null()) return fallback;
+  if (!config[key].is_boolean()) {
+    throw Error(ErrorKind::kInvalidArgument, "expected true or false, got " + DumpJson(config[key]), "config.yaml",
+                key);
+  }
+  return config[key].get<bool>();
+}
+
+// The scoring module's view of how the runner ended a process.
+std::optional<StopReason> ToStop(std::optional<TerminationReason> reason) {
+  if (!reason) return std::nullopt;
+  switch (*reason) {
+    case TerminationReason::kProcessLimit: return StopReason::kMemoryLimit;
+    case TerminationReason::kFileSizeLimit: return StopReason::kOutputLimit;
+    default: return StopReasonFromName(TerminationReasonName(*reason));
+  }
+}
+
+std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+  return out;
+}
+
+// Adds {"compile_worker_info": info} to each arch's metadata of a per-arch verdict.
+void AddCompileInfo(EvalResult& r, const std::optional<BuildRun>& build) {
+  if (build && build->result.worker_info) r.metadata["compile_worker_info"] = *build->result.worker_info;
+}
+
+void Finish(Evaluation& ev, Clock::time_point t0) {
+  ev.wall_s = SecondsSince(t0);
+  ev.combined_score = ev.result.perf_score >= 0 ? ComputePerformanceScore(ev.result) : -1;
+}
+
+}  // namespace
+
+Evaluation EvaluateOnFarm(const Task& task, const std::optional<BlockUpdate>& candidate, const EvaluateOptions& options,
+                          QueueStageRunner& runner) {
+  const Clock::time_point t0 = Clock::now();
+  Evaluation ev;
+  ev.input_code = EvolveCode(task);
+  if (candidate) {
+    ev.task = task.WithBlocks(*candidate, /*keep_test_result_reference=*/false);
+  } else {
+    ev.task = task;
+    ev.task.extract_code_result.reset();
+    ev.task.build_result.reset();
+    ev.task.build_result_reference.reset();
+    ev.task.test_result.reset();
+    ev.task.test_result_reference.reset();
+  }
+  ev.output_code = EvolveCode(ev.task);
+  ev.archs = ResolveGpuArchs(ev.task, options);
+  const std::string arch_list = Join(ev.archs, ",");
+
+  if (ev.task.extract_code_result && ev.task.extract_code_result->returncode != 0) {
+    ev.result = ExtractionFailureResult(*ev.task.extract_code_result);
+    Finish(ev, t0);
+    return ev;
+  }
+
+  std::unique_ptr<Harness> harness = MakeHarness(ev.task);
+  const bool want_candidate = options.test_candidate && ConfigBool(ev.task.config, "test_custom", true);
+  const bool want_reference = options.test_reference && ConfigBool(ev.task.config, "test_reference", true);
+  if (!want_candidate && !want_reference) {
+    throw Error(ErrorKind::kInvalidArgument, "nothing to evaluate: the candidate and the reference are both off",
+                "config.yaml", "test_reference");
+  }
+
+  // ---- build ----
+  const Clock::time_point tb = Clock::now();
+  // A reference-only run of a harness whose reference runs the candidate's build (native) still builds it.
+  const bool build_candidate =
+      (want_candidate || (want_reference && harness->ReferenceUsesCandidateBuild())) && ev.task.has_build_step;
+  BuildStageResult builds = runner.Build(*harness, ev.task, build_candidate,
+                                          want_reference && ev.task.has_reference_build_step, arch_list, options);
+  ev.build_s = SecondsSince(tb);
+  ev.kept_dirs = builds.kept_dirs;
+  for (const auto* b : {&builds.candidate, &builds.reference}) {
+    if (!*b) continue;
+    const std::string name = std::string("build ") + (b == &builds.candidate ? "custom" : "reference");
+    ev.timings.push_back({name, (*b)->wall_s});
+    if ((*b)->result.result) {
+      ev.logs.push_back({name, *(*b)->result.result, (*b)->result.worker_info.value_or(nullptr)});
+    }
+  }
+  if (want_candidate && builds.candidate && !builds.candidate->result.Ok()) {
+    const BuildRun& b = *builds.candidate;
+    ev.result = BuildFailureResult(*b.result.result, ToStop(b.reason), b.task_dir.string());
+    AddCompileInfo(ev.result, builds.candidate);
+    Finish(ev, t0);
+    return ev;
+  }
+  std::optional<TestResult> reference_build_failed;
+  // The build the reference runs on: its own, or (reference-only native run) the candidate's.
+  const std::optional<BuildRun>& reference_build = builds.reference ? builds.reference : builds.candidate;
+  if (want_reference && reference_build && !reference_build->result.Ok()) {
+    // The reference asserted here; we score it as reference_failed with the build's output as the log.
+    TestResult failed;
+    failed.worker_info = reference_build->result.worker_info;
+    ProcessResult pr = *reference_build->result.result;
+    pr.message = "Reference build failed: " + pr.message.value_or("");
+    if (pr.returncode == 0) pr.returncode = -1;
+    failed.correctness_result = std::move(pr);
+    reference_build_failed = std::move(failed);
+  }
+
+  // ---- test ----
+  const Clock::time_point tt = Clock::now();
+  const bool test_candidate = want_candidate && !reference_build_failed;
+  const bool test_reference = want_reference && !reference_build_failed;
+  std::vector<TestVariant> variants = MakeTestVariants(ev.task, test_candidate, test_reference);
+  TestStageResult tests;
+  if (!variants.empty()) tests = runner.Test(*harness, ev.task, variants, ev.archs, options);
+  ev.test_s = SecondsSince(tt);
+  ev.kept_dirs.insert(ev.kept_dirs.end(), tests.kept_dirs.begin(), tests.kept_dirs.end());
+  for (const auto& [arch, runs] : tests.per_arch) {
+    for (const auto& [key, run] : runs) {
+      const Json info = run.result.worker_info.value_or(nullptr);
+      if (run.result.correctness_result) {
+        ev.timings.push_back({"correctness " + key + " " + arch, run.correctness_s});
+        ev.logs.push_back({"test " + key + " " + arch + " correctness", *run.result.correctness_result, info});
+      }
+      if (run.result.performance_result) {
+        ev.timings.push_back({"performance " + key + " " + arch, run.performance_s});
+        ev.logs.push_back({"test " + key + " " + arch + " performance", *run.result.performance_result, info});
+      }
+    }
+  }
+
+  // ---- score ----
+  std::vector<std::pair<std::string, EvalResult>> per_arch;
+  std::vector<std::pair<std::string, TestResult>> best_candidate;
+  for (const std::string& arch : ev.archs) {
+    const std::vector<std::pair<std::string, VariantRun>>* runs = nullptr;
+    for (const auto& [a, r] : tests.per_arch) {
+      if (a == arch) runs = &r;
+    }
+    std::optional<TestResult> reference = reference_build_failed;
+    if (runs && test_reference) {
+      for (const auto& [key, run] : *runs) {
+        if (key == "reference") reference = run.result;
+      }
+    }
+    EvalResult r;
+    if (!want_candidate) {
+      r = ReferenceOnlyResult(reference.value_or(TestResult{}));
+    } else if (!runs) {
+      r = ConvertTestResult(TestResult{}, reference);
+    } else {
+      std::vector<TemplateVariant> candidates;
+      for (const auto& [key, run] : *runs) {
+        if (key == "reference") continue;
+        ConvertOptions co;
+        co.variant = key;
+        co.correctness_stop = ToStop(run.correctness_stop);
+        co.performance_stop = ToStop(run.performance_stop);
+        TemplateVariant tv;
+        tv.key = key;
+        for (const TestVariant& v : variants) {
+          if (v.key == key && v.template_params) tv.params = *v.template_params;
+        }
+        tv.result = ConvertTestResult(run.result, reference, co);
+        candidates.push_back(std::move(tv));
+      }
+      r = candidates.size() == 1 ? candidates.front().result : CombineTemplateResults(candidates);
+      std::string best_key = candidates.front().key;
+      if (r.metadata.contains("template_parameters")) {
+        best_key = TemplateVariantKey(r.metadata["template_parameters"]);
+      }
+      for (const auto& [key, run] : *runs) {
+        if (key == best_key) best_candidate.emplace_back(arch, run.result);
+      }
+    }
+    AddCompileInfo(r, builds.candidate);
+    per_arch.emplace_back(arch, std::move(r));
+  }
+  ev.result = CombineArchResults(per_arch);
+  if (!best_candidate.empty()) ev.task.test_result = TestResult::Merge(best_candidate);
+  for (const auto& [key, merged] : tests.merged) {
+    if (key == "reference") ev.task.test_result_reference = merged;
+  }
+  Finish(ev, t0);
+  return ev;
+}
+
+}  // namespace kf

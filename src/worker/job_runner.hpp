@@ -1,0 +1,52 @@
+// How a worker slot runs one job: in a child process (production: `kf worker-child`, killable, dies with
+// the worker) or on a thread (unit tests with fake bodies). Internal to the worker module.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernelfoundry/json.hpp"
+#include "kernelfoundry/worker.hpp"
+
+namespace kf::worker_internal {
+
+/// One job for a runner: {"task", "args", "kwargs", "queue", "work_root"}.
+/// The answer: {"result": value} or {"failure": {"exc_type", "exc_module", "message"}}.
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  /// Starts a job (one at a time). Throws kf::Error(kIO) when no job process can be started.
+  virtual void Start(const Json& request) = 0;
+  /// Waits up to `timeout` for the answer; nullopt while the job runs. A job process that died gives a
+  /// failure answer (WorkerLostError naming the signal or exit code).
+  virtual std::optional<Json> Wait(std::chrono::milliseconds timeout) = 0;
+  /// Kills the running job and everything it started; the next Start gets a fresh process. No-op when idle.
+  virtual void Kill() = 0;
+  /// Pid of the job process (0 for the in-process runner or before the first Start).
+  virtual int pid() const = 0;
+};
+
+/// A runner with a persistent child process started from `argv` (spawned on the first Start and again
+/// after a Kill or a crash). The child gets a pipe on stdin (its lifeline) and one on stdout for answers.
+std::unique_ptr<JobRunner> MakeChildJobRunner(std::vector<std::string> argv);
+
+using BodyFn = std::function<TaskBodyResult(std::string_view, const Json&, const Json&, const TaskBodyContext&)>;
+/// A runner that calls `body` on a thread; Kill asks it to stop (stop_token) and waits for it.
+std::unique_ptr<JobRunner> MakeThreadJobRunner(BodyFn body);
+
+/// Frames between the worker and its child: 8-byte little-endian length, then msgpack.
+/// Writes a whole frame (blocking). Returns false when the reader is gone (EPIPE).
+bool WriteFrame(int fd, const Json& value);
+/// Reads one whole frame (blocking). nullopt at EOF before the first byte; throws kf::Error(kIO) on a torn
+/// frame or a read error, kf::Error(kParse) on bad msgpack.
+std::optional<Json> ReadFrame(int fd);
+
+/// The answer for a body result.
+Json AnswerFor(const TaskBodyResult& r);
+
+}  // namespace kf::worker_internal

@@ -1,0 +1,69 @@
+// Shared state of a running Worker (worker.cc: job slots; worker_control.cc: remote control; worker_record.cc:
+// the store). Internal to the worker module.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "kernelfoundry/celery.hpp"
+#include "kernelfoundry/worker.hpp"
+
+namespace kf {
+
+/// A job a slot is running (for the `active` control command).
+struct ActiveJob {
+  std::string id;
+  std::string task;
+  std::string queue;
+  std::string args_repr;
+  double time_start = 0;   ///< epoch seconds
+  int pid = 0;
+  int delivery = 1;
+};
+
+struct Worker::Impl {
+  WorkerOptions o;
+  std::string node;
+  WorkerStats stats;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> immediate{false};
+  std::atomic<bool> slots_done{false};
+  std::chrono::steady_clock::time_point stop_requested_at{};
+  std::atomic<int64_t> clock{0};
+  std::mutex mu;
+  std::condition_variable cv;           ///< wakes backoff sleeps on stop
+  std::map<int, ActiveJob> active;      ///< by slot
+  std::set<std::string> completed_after_loss;   ///< ids whose reply went out after a reconnect
+  std::map<std::string, int64_t> totals;        ///< finished jobs per task name (stats)
+
+  void Log(const std::string& line);
+  /// Sleeps up to `d`, returning early (true) when a stop is requested.
+  bool SleepUnlessStopped(std::chrono::milliseconds d);
+  /// The remote-control loop (worker_control.cc); returns when slots_done.
+  void ServeControl();
+  /// The answer to one control method (worker_control.cc).
+  Json ControlAnswer(const celery::ControlRequest& request);
+};
+
+/// Everything a worker knows about one finished job, for the store.
+struct JobRecord {
+  celery::TaskMessage message;
+  std::string node;
+  std::string queue;
+  int delivery = 1;
+  std::string status;          ///< SUCCESS, FAILURE, REVOKED
+  Json result = nullptr;       ///< the SUCCESS value, or the exception dict
+  double seconds = 0;
+  double started_epoch = 0;
+};
+
+/// Writes a jobs row (COMPLETE for SUCCESS, else FAIL), the tasks row when the job carried an encoded Task,
+/// and job_logs rows (an INFO summary, then one RAW row per process result). Never throws: a store error
+/// is returned as text ("" = stored).
+std::string RecordJob(Store& store, const JobRecord& record);
+
+}  // namespace kf

@@ -1,0 +1,321 @@
+// The farm end to end on a real RabbitMQ (one throwaway node per test run) with real `kf worker` processes,
+// a stock Python Celery client and a Python Celery worker (Debian python3-celery), on the native
+// omp_reduction task with private queue names per test:
+//  * a Python Celery client configured like the reference finds kf worker (inspect().active_queues()) and
+//    gets build/test/test_sleep results in the reference's shapes;
+//  * `kf run --broker` gets correct verdicts from a Python Celery worker that runs kf inside;
+//  * SIGKILL of a worker in the middle of a test: its job tree dies, a second worker completes the
+//    redelivered job, one COMPLETE job;
+//  * a poison task (its build kills the worker) fails with WorkerLostError after 3 deliveries and the farm
+//    keeps serving;
+//  * (Slow) 2 workers × 40 mixed candidates through `kf submit`: 40 verdicts, none lost or duplicated.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "kernelfoundry/farm.hpp"
+#include "kernelfoundry/store.hpp"
+#include "services/rabbitmq.hpp"
+#include "test_util.hpp"
+#include "worker/farm_util.hpp"
+
+namespace kf {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace kf::testing;
+using Clock = std::chrono::steady_clock;
+
+class FarmE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    broker_ = TestBroker();
+    if (broker_.empty()) GTEST_SKIP() << "rabbitmq-server is not installed";
+    if (!fs::exists(KfBin())) GTEST_SKIP() << "kf is not built";
+    tag_ = FarmTag();
+    build_q_ = "build_custom_task_" + tag_;
+    test_q_ = "test_custom_task_" + tag_;
+    task_ = MakeOmpTask(dir_.path(), tag_);
+  }
+  void TearDown() override {
+    // Leave nothing behind on the shared broker.
+    if (broker_.empty()) return;
+    try {
+      auto b = ConnectAmqp(ParseBrokerUrl(broker_));
+      b->DeleteQueue(build_q_);
+      b->DeleteQueue(test_q_);
+    } catch (const Error&) {
+    }
+  }
+  fs::path WriteCandidate(const std::string& name, const std::string& text) {
+    fs::path p = dir_.path() / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  // Waits until `node` answers pings on the broker.
+  bool WaitForNode(const std::string& node, double seconds) {
+    CeleryClient client(ConnectAmqp(ParseBrokerUrl(broker_)));
+    const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+    while (Clock::now() < deadline) {
+      if (client.Ping(node, std::chrono::milliseconds(500))) return true;
+    }
+    return false;
+  }
+  std::string KfRun(const fs::path& task, const fs::path& candidate, const fs::path& db, const fs::path& json,
+                    int* rc) {
+    auto [status, out] = RunShell(fmt::format("{} run {} --candidate {} --broker '{}' --db {} --json {} 2>&1",
+                                              KfBin().string(), task.string(), candidate.string(), broker_,
+                                              db.string(), json.string()));
+    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+  }
+
+  TempDir dir_;
+  std::string broker_, tag_, build_q_, test_q_;
+  fs::path task_;
+};
+
+TEST_F(FarmE2E, PythonCeleryClientFindsAndUsesKfWorker) {
+  if (!PythonCeleryAvailable()) GTEST_SKIP() << "python3-celery / python3-msgpack not installed";
+  const std::string node = "kfe2e-" + tag_ + "@%h";
+  const fs::path db = dir_.path() / "worker.sqlite3";
+  Proc worker = StartKfWorker(broker_, {build_q_, test_q_}, node, dir_.path(), {"--db", db.string()});
+  ASSERT_TRUE(worker.WaitForLog("consuming", 30)) << worker.Log();
+  auto [enc_status, enc_out] =
+      RunShell(KfBin().string() + " encode " + task_.string() + " -o " + (dir_.path() / "task.json").string());
+  ASSERT_EQ(enc_status, 0) << enc_out;
+  auto [status, out] = RunShell(fmt::format("/usr/bin/python3 {} '{}' {} {} 2>&1",
+                                            (SourceDir() / "tests/worker/celery_reference_client.py").string(),
+                                            broker_, (dir_.path() / "task.json").string(),
+                                            (dir_.path() / "report.json").string()));
+  ASSERT_EQ(status, 0) << out << "\n--- worker log ---\n" << worker.Log();
+  Json report = ParseJson(ReadFile(dir_.path() / "report.json"), "report.json");
+  // Discovery: the reference's TaskRunner.init check passed inside the script; the node answered in time.
+  EXPECT_LT(report["inspect_seconds"].get<double>(), 6.0);
+  bool found = false;
+  for (const Json& n : report["nodes"]) found = found || n.get<std::string>().rfind("kfe2e-" + tag_ + "@", 0) == 0;
+  EXPECT_TRUE(found) << report.dump(2);
+  // Build: the encoded Task back, the test program among its artifacts.
+  EXPECT_EQ(report["build_returncode"], 0) << report.dump(2);
+  EXPECT_EQ(report["artifacts"], Json::array({"build/test_kernel"}));
+  // Test: {variant: TestResult} with both variants passing and runtimes measured.
+  const Json& t = report["tests"][tag_];
+  EXPECT_EQ(t["custom"]["correctness_returncode"], 0) << report.dump(2);
+  EXPECT_EQ(t["custom"]["performance_returncode"], 0);
+  EXPECT_TRUE(t["custom"]["runtimes"].contains("bench_sum_squares")) << report.dump(2);
+  EXPECT_EQ(t["reference"]["correctness_returncode"], 0);
+  EXPECT_EQ(report["sleep"], "hello from python");
+  // A task that does not decode comes back as the exception Celery raises.
+  EXPECT_NE(report["bad_task_error"].get<std::string>().find("ValueError"), std::string::npos) << report.dump(2);
+  EXPECT_NE(report["bad_task_error"].get<std::string>().find("task_data"), std::string::npos) << report.dump(2);
+
+  worker.Signal(SIGTERM);
+  int ws = worker.Wait(30);
+  ASSERT_TRUE(WIFEXITED(ws)) << worker.Log();
+  EXPECT_EQ(WEXITSTATUS(ws), 0);
+  // Every job recorded: build, test, sleep COMPLETE; the bad build FAIL.
+  auto store = SqliteStore::Open(db);
+  std::multiset<std::string> statuses;
+  for (int id = 1; id <= 4; ++id) statuses.insert(store->GetJob(id)["status"].get<std::string>());
+  EXPECT_EQ(statuses, (std::multiset<std::string>{"COMPLETE", "COMPLETE", "COMPLETE", "FAIL"}));
+}
+
+TEST_F(FarmE2E, KfRunGetsVerdictsFromAPythonCeleryWorker) {
+  if (!PythonCeleryAvailable()) GTEST_SKIP() << "python3-celery / python3-msgpack not installed";
+  const std::string node = "standin-" + tag_ + "@localhost";
+  Proc worker({"/usr/bin/python3", (SourceDir() / "tests/worker/celery_standin_worker.py").string(), broker_,
+               build_q_ + "," + test_q_, node},
+              dir_.path() / "standin.log", {{"KF_BIN", KfBin().string()}});
+  ASSERT_TRUE(WaitForNode(node, 60)) << worker.Log();
+  int rc = -1;
+  std::string out = KfRun(task_, WriteCandidate("fast.cpp", OmpCandidate("fast")), dir_.path() / "client.sqlite3",
+                          dir_.path() / "fast.json", &rc);
+  EXPECT_EQ(rc, 0) << out << "\n--- worker log ---\n" << worker.Log();
+  Json fast = ParseJson(ReadFile(dir_.path() / "fast.json"), "fast.json");
+  EXPECT_EQ(fast["status"], "correct") << fast.dump(2).substr(0, 4000);
+  EXPECT_GT(fast["speedup"].get<double>(), 0);
+  EXPECT_NE(out.find("kf: farm: build: sent to " + build_q_), std::string::npos) << out;
+
+  out = KfRun(task_, WriteCandidate("wrong.cpp", OmpCandidate("wrong")), dir_.path() / "client.sqlite3",
+              dir_.path() / "wrong.json", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  Json wrong = ParseJson(ReadFile(dir_.path() / "wrong.json"), "wrong.json");
+  EXPECT_EQ(wrong["status"], "value_mismatch") << wrong["status_detail"];
+
+  auto store = SqliteStore::Open(dir_.path() / "client.sqlite3");
+  EXPECT_EQ(store->GetJob(1)["status"], "COMPLETE");
+  EXPECT_EQ(store->ListKernels({}).size(), 2u);
+  worker.Signal(SIGTERM, /*group=*/true);
+  if (worker.Wait(20) < 0) worker.Signal(SIGKILL, true);
+}
+
+TEST_F(FarmE2E, SigkillMidTestRedeliversToASecondWorker) {
+  const fs::path db = dir_.path() / "workers.sqlite3";
+  const fs::path work_a = dir_.path() / "work_a";
+  fs::create_directories(work_a);
+  Proc a = StartKfWorker(broker_, {build_q_, test_q_}, "a-" + tag_ + "@%h", dir_.path(),
+                         {"--db", db.string(), "--work-root", work_a.string()});
+  ASSERT_TRUE(a.WaitForLog("consuming", 30)) << a.Log();
+  const fs::path cand = WriteCandidate("slow.cpp", OmpCandidate("slow", 4000));
+  Proc client({KfBin().string(), "run", task_.string(), "--candidate", cand.string(), "--broker", broker_, "--db",
+               (dir_.path() / "client.sqlite3").string(), "--json", (dir_.path() / "out.json").string()},
+              dir_.path() / "client.log");
+  ASSERT_TRUE(a.WaitForLog("from " + test_q_ + " (delivery 1) started", 180)) << a.Log() << client.Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // inside the test run
+  std::vector<int> job_processes = PidsWorkingUnder(work_a);
+  ASSERT_FALSE(job_processes.empty()) << "the test should be running under " << work_a;
+  a.Signal(SIGKILL);
+  ASSERT_GE(a.Wait(10), 0);
+  // The job's whole process tree dies with the worker.
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!PidsWorkingUnder(work_a).empty() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(PidsWorkingUnder(work_a).empty()) << "job processes outlived the killed worker";
+
+  Proc b = StartKfWorker(broker_, {build_q_, test_q_}, "b-" + tag_ + "@%h", dir_.path(), {"--db", db.string()});
+  const int rc = client.Wait(240);
+  ASSERT_GE(rc, 0) << client.Log() << b.Log();
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << client.Log() << "\n--- b ---\n" << b.Log();
+  EXPECT_NE(b.Log().find("(delivery 2) SUCCESS"), std::string::npos) << b.Log();
+  Json out = ParseJson(ReadFile(dir_.path() / "out.json"), "out.json");
+  EXPECT_EQ(out["status"], "correct");
+  // The client recorded one job, COMPLETE.
+  auto client_db = SqliteStore::Open(dir_.path() / "client.sqlite3");
+  EXPECT_EQ(client_db->GetJob(1)["status"], "COMPLETE");
+  testing::ExpectError(ErrorKind::kNotFound, [&] { client_db->GetJob(2); });
+  // The workers recorded the build (by a) and one test (by b): two COMPLETE jobs, nothing else.
+  b.Signal(SIGTERM);
+  b.Wait(30);
+  auto worker_db = SqliteStore::Open(db);
+  EXPECT_EQ(worker_db->GetJob(1)["status"], "COMPLETE");
+  EXPECT_EQ(worker_db->GetJob(2)["status"], "COMPLETE");
+  testing::ExpectError(ErrorKind::kNotFound, [&] { worker_db->GetJob(3); });
+}
+
+TEST_F(FarmE2E, PoisonTaskFailsAfterMaxDeliveriesAndTheFarmKeepsServing) {
+  // A task whose build kills the worker that runs it (its ancestor `kf worker … -Q …`), every time.
+  const fs::path poison = dir_.path() / ("poison_" + tag_);
+  fs::copy(task_, poison, fs::copy_options::recursive);
+  std::ofstream(poison / "kill_worker.py") <<
+      "import os, signal\n"
+      "pid = os.getppid()\n"
+      "while pid > 1:\n"
+      "    args = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')\n"
+      "    if b'worker' in args and b'-Q' in args:\n"
+      "        os.kill(pid, signal.SIGKILL)\n"
+      "        break\n"
+      "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n";
+  {
+    std::string config = ReadFile(poison / "config.yaml");
+    const size_t at = config.find("build:\n");
+    ASSERT_NE(at, std::string::npos);
+    config.insert(at + 7, "  - /usr/bin/python3 kill_worker.py\n");
+    std::ofstream(poison / "config.yaml") << config;
+  }
+  // A supervisor restarts the worker whenever it dies (as systemd would).
+  std::atomic<bool> stop{false};
+  std::atomic<int> starts{0};
+  std::mutex mu;
+  std::unique_ptr<Proc> current;
+  std::thread supervisor([&] {
+    while (!stop) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!current || !current->Running()) {
+          current = std::make_unique<Proc>(StartKfWorker(broker_, {build_q_, test_q_}, fmt::format("p{}-{}@%h", starts.load(), tag_),
+                                                         dir_.path(), {"--max-deliveries", "3"}));
+          ++starts;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  int rc = -1;
+  std::string out = KfRun(poison, WriteCandidate("fast.cpp", OmpCandidate("fast")), dir_.path() / "client.sqlite3",
+                          dir_.path() / "poison.json", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  Json verdict = ParseJson(ReadFile(dir_.path() / "poison.json"), "poison.json");
+  EXPECT_EQ(verdict["status"], "build_error") << verdict["status_detail"];
+  const std::string message = verdict["build_result"]["result"]["message"].get<std::string>();
+  EXPECT_NE(message.find("WorkerLostError"), std::string::npos) << message;
+  EXPECT_NE(message.find("each of 3 deliveries"), std::string::npos) << message;
+  EXPECT_EQ(starts.load(), 4) << "three workers killed by the poison build, the fourth answered";
+  // The farm keeps serving.
+  out = KfRun(task_, WriteCandidate("fast.cpp", OmpCandidate("fast")), dir_.path() / "client.sqlite3",
+              dir_.path() / "after.json", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  stop = true;
+  supervisor.join();
+  std::lock_guard<std::mutex> lock(mu);
+  current->Signal(SIGTERM);
+  current->Wait(30);
+}
+
+TEST_F(FarmE2E, SlowTwoWorkersFortyMixedCandidates) {
+  task_ = MakeOmpTask(dir_.path() / "short", tag_, /*test_timeout=*/4);
+  const fs::path db = dir_.path() / "workers.sqlite3";
+  Proc a = StartKfWorker(broker_, {build_q_, test_q_}, "a-" + tag_ + "@%h", dir_.path(), {"--db", db.string()});
+  Proc b = StartKfWorker(broker_, {build_q_, test_q_}, "b-" + tag_ + "@%h", dir_.path(), {"--db", db.string()});
+  const fs::path cands = dir_.path() / "candidates";
+  fs::create_directories(cands);
+  const std::vector<std::string> kinds = {"fast", "wrong", "crash", "hang"};
+  for (int i = 0; i < 10; ++i) {
+    for (const std::string& k : kinds) {
+      // Each file differs (a comment), so no two jobs are the same task.
+      std::ofstream(cands / fmt::format("{}_{:02d}.cpp", k, i)) << "// candidate " << i << "\n" << OmpCandidate(k);
+    }
+  }
+  const fs::path client_db = dir_.path() / "client.sqlite3";
+  auto [status, out] = RunShell(fmt::format("{} submit {} --candidates {} --broker '{}' --parallel 4 --db {} --json {} 2>&1",
+                                            KfBin().string(), task_.string(), cands.string(), broker_,
+                                            client_db.string(), (dir_.path() / "submit.json").string()));
+  EXPECT_EQ(status, 0) << out << "\n--- a ---\n" << a.Log() << "\n--- b ---\n" << b.Log();
+  Json doc = ParseJson(ReadFile(dir_.path() / "submit.json"), "submit.json");
+  ASSERT_EQ(doc.size(), 40u);
+  const std::map<std::string, std::string> expected = {
+      {"fast", "correct"}, {"wrong", "value_mismatch"}, {"crash", "crash"}, {"hang", "test_timeout"}};
+  std::set<std::string> candidates;
+  for (const Json& e : doc) {
+    const std::string name = fs::path(e["candidate"].get<std::string>()).filename().string();
+    candidates.insert(name);
+    EXPECT_TRUE(e["evaluated"].get<bool>()) << e.dump();
+    EXPECT_EQ(e["status"], expected.at(name.substr(0, name.find('_')))) << e.dump();
+  }
+  EXPECT_EQ(candidates.size(), 40u);
+  EXPECT_NE(out.find("done 40/40"), std::string::npos) << out;
+  // The client stored 40 verdicts, one job each.
+  auto store = SqliteStore::Open(client_db);
+  std::vector<Json> kernels = store->ListKernels({});
+  EXPECT_EQ(kernels.size(), 40u);
+  std::set<int64_t> jobs;
+  for (const Json& k : kernels) {
+    jobs.insert(k["job_id"].get<int64_t>());
+    EXPECT_EQ(k["job_status"], "COMPLETE");
+  }
+  EXPECT_EQ(jobs.size(), 40u);
+  // Both workers took jobs; together they ran 80 (40 builds + 40 tests), none twice.
+  a.Signal(SIGTERM);
+  b.Signal(SIGTERM);
+  a.Wait(30);
+  b.Wait(30);
+  EXPECT_NE(a.Log().find("SUCCESS"), std::string::npos);
+  EXPECT_NE(b.Log().find("SUCCESS"), std::string::npos);
+  auto workers = SqliteStore::Open(db);
+  int complete = 0;
+  for (int id = 1;; ++id) {
+    try {
+      complete += workers->GetJob(id)["status"] == "COMPLETE" ? 1 : 0;
+    } catch (const Error&) {
+      EXPECT_EQ(id - 1, 80) << "jobs recorded by the workers";
+      break;
+    }
+  }
+  EXPECT_EQ(complete, 80);
+}
+
+}  // namespace
+}  // namespace kf
