@@ -2,10 +2,10 @@
 // and the job child process that runs them for a worker slot.
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <thread>
 
@@ -146,7 +146,7 @@ int RunWorkerChild() {
   while (true) {
     std::optional<Json> request = worker_internal::ReadFrame(0);
     if (!request) return 0;  // the worker closed the lifeline while idle
-    std::atomic<bool> done{false};
+    const int done = ::eventfd(0, EFD_CLOEXEC);
     Json answer;
     std::thread job([&] {
       TaskBodyContext ctx;
@@ -154,17 +154,21 @@ int RunWorkerChild() {
       ctx.work_root = request->value("work_root", "");
       answer = worker_internal::AnswerFor(
           RunTaskBody((*request)["task"].get<std::string>(), (*request)["args"], (*request)["kwargs"], ctx));
-      done = true;
+      const uint64_t one = 1;
+      (void)!::write(done, &one, sizeof one);
     });
-    while (!done) {
-      pollfd p{0, POLLIN, 0};
-      if (::poll(&p, 1, 200) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+    while (true) {
+      pollfd p[2] = {{0, POLLIN, 0}, {done, POLLIN, 0}};
+      if (::poll(p, 2, -1) <= 0) continue;
+      if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
         // The worker never writes during a job: this is its death (EOF). Die too; the runners' shepherds
         // see us go and kill the candidate's process trees.
         ::_exit(137);
       }
+      if (p[1].revents & POLLIN) break;
     }
     job.join();
+    ::close(done);
     if (!worker_internal::WriteFrame(answers, answer)) return 0;
   }
 }

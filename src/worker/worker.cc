@@ -353,12 +353,13 @@ class Slot {
     const Clock::time_point t0 = Clock::now();
     std::optional<Json> answer;
     while (!answer) {
-      answer = runner_->Wait(milliseconds(connected ? 100 : 200));
+      answer = runner_->Wait(milliseconds(200));
       if (answer) break;
       if (connected) {
         try {
           if (w_.stopping) CancelConsumers(b);
-          if (std::optional<Delivery> extra = b.Next(milliseconds(100))) PutBack(b, *extra, PriorDeliveries(extra->message));
+          // Prefetch 1: nothing else arrives; the call services heartbeats.
+          if (std::optional<Delivery> extra = b.Next(milliseconds(1))) PutBack(b, *extra, PriorDeliveries(extra->message));
         } catch (const Error& e) {
           if (e.kind() != ErrorKind::kIO) throw;
           connected = false;

@@ -1,6 +1,8 @@
 // The Broker contract, on the in-memory backend and on a real RabbitMQ (the same cases run on both, so the
 // fake is held to what the server does): routing, prefetch, acks, redelivery when a connection dies,
 // channel errors, header field types, the message size limit.
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "kernelfoundry/celery.hpp"
@@ -201,7 +203,7 @@ TEST_P(BrokerContract, BodiesOverTheLimitAreRefusedBeforeSending) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BrokerContract, ::testing::Values("memory", "rabbitmq"),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& param_info) { return param_info.param; });
 
 TEST(MemoryBrokerTest, DropConnectionsRequeuesAndBreaksConnections) {
   MemoryBroker hub;

@@ -70,7 +70,7 @@ TEST(CeleryTaskMessage, DecodesAMinimalJsonMessage) {
   m.body = R"([[1, "two"], {"k": 3}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}])";
   celery::TaskMessage t = celery::DecodeTaskMessage(m);
   EXPECT_EQ(t.args, Json::array({1, "two"}));
-  EXPECT_EQ(t.kwargs, Json{{"k", 3}});
+  EXPECT_EQ(t.kwargs, (Json{{"k", 3}}));
   EXPECT_FALSE(t.hard_time_limit.has_value());
   EXPECT_EQ(t.content_type, celery::ContentType::kJson);
 }

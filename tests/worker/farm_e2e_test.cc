@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "kernelfoundry/farm.hpp"
@@ -71,7 +72,7 @@ class FarmE2E : public ::testing::Test {
     auto [status, out] = RunShell(fmt::format("{} run {} --candidate {} --broker '{}' --db {} --json {} 2>&1",
                                               KfBin().string(), task.string(), candidate.string(), broker_,
                                               db.string(), json.string()));
-    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    *rc = status;
     return out;
   }
 

@@ -325,8 +325,11 @@ TEST_F(WorkerTest, BadMessagesGetAFailureNamingTheProblemAndTheWorkerKeepsServin
   headless.properties.correlation_id.clear();
   producer->Publish(headless);
   // Canvas: unsupported.
+  celery::SendOptions canvas_options;
+  canvas_options.queue = queue_;
+  canvas_options.reply_to = Client().reply_queue();
   Message canvas = celery::EncodeTaskMessage("canvas-1", celery::kSleepTaskName, Json::array({"echo", 1}),
-                                             Json::object(), celery::SendOptions{queue_, Client().reply_queue()});
+                                             Json::object(), canvas_options);
   Json body = celery::DeserializeBody(canvas.body, canvas.properties.content_type);
   body[2]["chain"] = Json::array({Json{{"task", "next"}}});
   canvas.body = celery::SerializeBody(body, celery::ContentType::kMsgpack);
