@@ -115,6 +115,9 @@ class ChildJobRunner final : public JobRunner {
 
   void Kill() override { Reap(true); }
   int pid() const override { return pid_; }
+  void Prepare() override {
+    if (pid_ <= 0) Spawn();
+  }
 
  private:
   void Spawn() {

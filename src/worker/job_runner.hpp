@@ -20,6 +20,8 @@ namespace kf::worker_internal {
 class JobRunner {
  public:
   virtual ~JobRunner() = default;
+  /// Starts the job process ahead of the first job (no-op when running or in-process). Throws kf::Error(kIO).
+  virtual void Prepare() {}
   /// Starts a job (one at a time). Throws kf::Error(kIO) when no job process can be started.
   virtual void Start(const Json& request) = 0;
   /// Waits up to `timeout` for the answer; nullopt while the job runs. A job process that died gives a

@@ -13,6 +13,7 @@
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/worker.hpp"
+#include "kernelfoundry/worker_info.hpp"
 #include "worker/job_runner.hpp"
 
 namespace kf {
@@ -143,6 +144,7 @@ int RunWorkerChild() {
   // Answers go to the original stdout; anything else printed by this process goes to stderr.
   const int answers = ::dup(1);
   ::dup2(2, 1);
+  std::thread([] { GetWorkerInfo(); }).detach();  // gathered once per process; warm it before the first job
   while (true) {
     std::optional<Json> request = worker_internal::ReadFrame(0);
     if (!request) return 0;  // the worker closed the lifeline while idle

@@ -79,6 +79,11 @@ class Slot {
   }
 
   void Run() {
+    try {
+      runner_->Prepare();  // the job process warms up (worker_info) while the slot connects
+    } catch (const Error& e) {
+      w_.Log(fmt::format("slot {}: {}", index_, e.what()));
+    }
     milliseconds backoff = w_.o.reconnect_min;
     bool first = true;
     while (!w_.stopping) {

@@ -233,6 +233,24 @@ TEST(AmqpBrokerTest, UnreachableBrokerIsAnIoErrorNamingTheUrl) {
   EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << "the password must not be printed";
 }
 
+TEST(AmqpBrokerTest, ASilentConnectionDiesOfMissedHeartbeats) {
+  // Why the worker services its connection while a job runs: with a 1 s heartbeat, a connection that makes
+  // no call for a few seconds is closed by the broker (or given up by rabbitmq-c).
+  const std::string url = testing::TestBroker();
+  if (url.empty()) GTEST_SKIP() << "rabbitmq-server is not installed";
+  AmqpOptions o;
+  o.heartbeat_s = 1;
+  auto silent = ConnectAmqp(ParseBrokerUrl(url), o);
+  auto busy = ConnectAmqp(ParseBrokerUrl(url), o);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < until) busy->Next(milliseconds(200));
+  ExpectError(ErrorKind::kIO, [&] {
+    silent->Next(milliseconds(100));
+    silent->DeclareQueue(QueueSpec{"kf_test_" + NewUuid(), false, false, true, Json::object()});
+  });
+  busy->DeclareQueue(QueueSpec{"kf_test_" + NewUuid(), false, false, true, Json::object()});  // still fine
+}
+
 TEST(AmqpBrokerTest, WrongPasswordIsRefusedAtLogin) {
   const std::string url = testing::TestBroker();
   if (url.empty()) GTEST_SKIP() << "rabbitmq-server is not installed";

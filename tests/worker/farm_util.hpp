@@ -2,7 +2,9 @@
 // package with its own queue names, candidates.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +38,29 @@ class Proc {
   int pid_ = -1;
   int status_ = -1;
   std::filesystem::path log_;
+};
+
+/// A TCP proxy on 127.0.0.1 (a free port) to 127.0.0.1:`upstream_port`, whose connections can be cut at once
+/// (a network failure between a worker and the broker). New connections keep working after a cut.
+class TcpProxy {
+ public:
+  explicit TcpProxy(int upstream_port);
+  ~TcpProxy();
+  TcpProxy(const TcpProxy&) = delete;
+  TcpProxy& operator=(const TcpProxy&) = delete;
+  int port() const { return port_; }
+  /// Closes every open connection (both sides).
+  void CutAll();
+
+ private:
+  void Loop();
+  int upstream_;
+  int port_ = 0;
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> cut_{false};
+  std::thread thread_;
 };
 
 /// True when /proc/<pid> is a live (non-zombie) process.

@@ -458,6 +458,79 @@ TEST_F(WorkerTest, RecordsEveryJobInTheStore) {
   EXPECT_FALSE(job2["finished_at"].is_null());
 }
 
+TEST_F(WorkerTest, EtaInTheFutureDelaysTheJob) {
+  StartWorker(Options());
+  celery::SendOptions so;
+  so.extra_headers = Json{{"eta", celery::FormatIsoTime(static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                                              std::chrono::system_clock::now().time_since_epoch())
+                                                                              .count()) /
+                                                          1e6 +
+                                                      0.5)}};
+  const auto t0 = Clock::now();
+  EXPECT_EQ(Wait(Send(Json::array({"echo", "late"}), so)).result, "late");
+  EXPECT_GE(Clock::now() - t0, milliseconds(400));
+  StopWorker();
+}
+
+TEST_F(WorkerTest, ClientDeclaresTheQueueBeforePublishing) {
+  // No worker has declared the queue yet: the client must, or the message would be dropped.
+  const std::string id = Send(Json::array({"echo", "kept"}));
+  EXPECT_TRUE(hub_.HasQueue(queue_));
+  EXPECT_EQ(hub_.Ready(queue_), 1u);
+  StartWorker(Options());
+  EXPECT_EQ(Wait(id).result, "kept");
+  StopWorker();
+}
+
+TEST_F(WorkerTest, CallResendsWhenAnEarlyAckingWorkerIsLost) {
+  // A reference-style worker (acks on receipt, no kf_acks_late in STARTED) takes the task and dies; it
+  // never answers pings. Call notices and resends with a new id, which a kf worker then runs.
+  auto ghost = hub_.Connect();
+  celery::DeclareTaskQueue(*ghost, queue_);
+  ghost->Consume(queue_, false);
+  CallOptions co;
+  co.timeout = milliseconds(20000);
+  co.liveness_interval = milliseconds(100);
+  co.liveness_misses = 2;
+  std::vector<std::string> events;
+  co.on_event = [&](const std::string& e) { events.push_back(e); };
+  std::optional<celery::TaskResult> result;
+  std::thread caller([&] {
+    celery::SendOptions so;
+    so.queue = queue_;
+    result = Call(Client(), celery::kSleepTaskName, Json::array({"echo", "second try"}), so, co);
+  });
+  std::optional<Delivery> d;
+  for (int i = 0; i < 100 && !d; ++i) d = ghost->Next(milliseconds(50));
+  ASSERT_TRUE(d);
+  celery::TaskMessage m = celery::DecodeTaskMessage(d->message);
+  ghost->Publish(celery::EncodeResultMessage(
+      celery::TaskResult{m.id, "STARTED", Json{{"pid", 1}, {"hostname", "ghost@nowhere"}}, nullptr, Json::array()},
+      m.reply_to, m.correlation_id));
+  ghost->Ack(d->delivery_tag);
+  ghost.reset();
+  StartWorker(Options());
+  caller.join();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, "SUCCESS");
+  EXPECT_EQ(result->result, "second try");
+  EXPECT_NE(result->task_id, m.id);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events[0], "started on ghost@nowhere");
+  EXPECT_NE(events[1].find("resending with a new task id: worker ghost@nowhere was lost"), std::string::npos) << events[1];
+  StopWorker();
+}
+
+TEST_F(WorkerTest, CallGivesUpAfterItsSendsWithoutAResult) {
+  CallOptions co;
+  co.timeout = milliseconds(200);
+  celery::SendOptions so;
+  so.queue = queue_;
+  Error e = testing::ExpectError(ErrorKind::kLimit, [&] { Call(Client(), celery::kSleepTaskName, Json::array({"echo", 1}), so, co); });
+  EXPECT_NE(std::string(e.what()).find("after 2 send(s) to queue " + queue_), std::string::npos) << e.what();
+  EXPECT_EQ(hub_.Ready(queue_), 2u);  // the original and the resend wait for a worker
+}
+
 TEST(WorkerNodeName, ExpandsCeleryVariables) {
   EXPECT_EQ(ExpandNodeName("").rfind("kf@", 0), 0u);
   EXPECT_EQ(ExpandNodeName("gpu1@%h").rfind("gpu1@", 0), 0u);
