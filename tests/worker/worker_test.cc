@@ -458,6 +458,24 @@ TEST_F(WorkerTest, RecordsEveryJobInTheStore) {
   EXPECT_FALSE(job2["finished_at"].is_null());
 }
 
+TEST_F(WorkerTest, ConcurrencyRunsOneJobPerSlotAtATime) {
+  WorkerOptions o = Options();
+  o.concurrency = 2;
+  StartWorker(o);
+  const auto t0 = Clock::now();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(Send(Json::array({"sleep", 0.4})));
+  for (const std::string& id : ids) EXPECT_EQ(Wait(id).result, "slept");
+  const auto wall = Clock::now() - t0;
+  // Two slots: 4 × 0.4 s take about 0.8 s (not 1.6 s, not 0.4 s).
+  EXPECT_GE(wall, milliseconds(750));
+  EXPECT_LT(wall, milliseconds(1500));
+  StopWorker();
+  int prefetch = 0;
+  for (const std::string& e : Log()) prefetch += e == "prefetch 1" ? 1 : 0;
+  EXPECT_EQ(prefetch, 2) << "one channel with prefetch 1 per slot";
+}
+
 TEST_F(WorkerTest, EtaInTheFutureDelaysTheJob) {
   StartWorker(Options());
   celery::SendOptions so;
