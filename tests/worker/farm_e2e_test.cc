@@ -258,14 +258,14 @@ TEST_F(FarmE2E, PoisonTaskFailsAfterMaxDeliveriesAndTheFarmKeepsServing) {
 
 TEST_F(FarmE2E, LongJobKeepsHeartbeatsAnswersControlAndFinishesOnSigterm) {
   // Heartbeat 1 s: RabbitMQ closes a connection that stays silent for about two intervals, so the job's
-  // connection survives 6 s only if the worker keeps servicing it while the job runs.
+  // connection survives 8 s only if the worker keeps servicing it while the job runs.
   const std::string node = "hb-" + tag_ + "@localhost";
   Proc worker = StartKfWorker(broker_, {test_q_}, node, dir_.path(), {"--heartbeat", "1"});
   ASSERT_TRUE(worker.WaitForLog("consuming", 30)) << worker.Log();
   CeleryClient client(ConnectAmqp(ParseBrokerUrl(broker_)));
   celery::SendOptions so;
   so.queue = test_q_;
-  const std::string id = client.Send(celery::kSleepTaskName, Json::array({6, "done"}), so);
+  const std::string id = client.Send(celery::kSleepTaskName, Json::array({8, "done"}), so);
   const auto t0 = Clock::now();
   while (client.Started(id).is_null() && Clock::now() - t0 < std::chrono::seconds(30)) {
     client.WaitAny({id}, std::chrono::milliseconds(50));
@@ -280,12 +280,25 @@ TEST_F(FarmE2E, LongJobKeepsHeartbeatsAnswersControlAndFinishesOnSigterm) {
   }
   EXPECT_LT(worst_ms, 1000);
   std::printf("ping round trip during a job: worst %.0f ms\n", worst_ms);
+  // `kf workers` shows the node, its queue and the running task.
+  auto [workers_rc, workers_out] = RunShell(KfBin().string() + " workers --timeout 0.8 --json --broker '" + broker_ + "'");
+  EXPECT_EQ(workers_rc, 0) << workers_out;
+  Json listed = ParseJson(workers_out, "kf workers --json");
+  bool seen = false;
+  for (const Json& w : listed) {
+    if (w["node"] != node) continue;
+    seen = true;
+    EXPECT_EQ(w["queues"], Json::array({test_q_}));
+    ASSERT_EQ(w["active"].size(), 1u);
+    EXPECT_EQ(w["active"][0]["id"], id);
+  }
+  EXPECT_TRUE(seen) << workers_out;
   auto answers = client.Broadcast({"active_queues", "active"}, std::chrono::milliseconds(800));
   ASSERT_TRUE(answers["active_queues"].count(node));
   EXPECT_EQ(answers["active_queues"][node][0]["name"], test_q_);
   ASSERT_TRUE(answers["active"].count(node));
   EXPECT_EQ(answers["active"][node][0]["id"], id);
-  worker.Signal(SIGTERM);  // graceful: the job (6 s) finishes within the 30 s grace
+  worker.Signal(SIGTERM);  // graceful: the job (8 s) finishes within the 30 s grace
   std::optional<celery::TaskResult> r = client.WaitAny({id}, std::chrono::seconds(30));
   ASSERT_TRUE(r) << worker.Log();
   EXPECT_EQ(r->status, "SUCCESS");
