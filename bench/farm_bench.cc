@@ -65,6 +65,7 @@ double Mean(const std::vector<double>& v) {
 }  // namespace
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const fs::path kf = fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "kf";
   std::string broker;
   if (const char* env = std::getenv("KF_BENCH_BROKER_URL")) broker = env;
@@ -100,7 +101,7 @@ int main() {
   }
   const kf::Json task = kf::ParseJson(Slurp(encoded), encoded.string());
 
-  const int n = 5;
+  const int n = 3;
   // ---- local baseline: the same task bodies in this process ----
   kf::TaskBodyContext ctx;
   ctx.queue = test_q;

@@ -46,8 +46,10 @@ class CeleryClient {
   /// to this client's reply queue). Returns the task id (new UUID).
   std::string Send(std::string_view task, const Json& args, celery::SendOptions options);
   /// Waits up to `timeout` for a ready result (SUCCESS, FAILURE, REVOKED) of one of `ids`; results that
-  /// arrived earlier are returned first. nullopt on timeout.
+  /// arrived earlier are returned first. Each id's result is returned once. nullopt on timeout.
   std::optional<celery::TaskResult> WaitAny(const std::set<std::string>& ids, std::chrono::milliseconds timeout);
+  /// Drops results of `ids` that are still to come (e.g. the other sends of one task).
+  void Forget(const std::set<std::string>& ids);
   /// The STARTED meta of a task ({pid, hostname[, kf_acks_late]}), or null when none arrived.
   Json Started(const std::string& id) const;
   /// Pings one node through remote control; true when it answered within `timeout`.

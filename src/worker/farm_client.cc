@@ -80,15 +80,20 @@ std::optional<celery::TaskResult> CeleryClient::WaitAny(const std::set<std::stri
       if (it == impl_->ready.end()) continue;
       celery::TaskResult r = std::move(it->second);
       impl_->ready.erase(it);
-      for (const std::string& other : ids) {
-        impl_->consumed.insert(other);
-        impl_->ready.erase(other);
-      }
+      impl_->consumed.insert(id);
       return r;
     }
     const Clock::time_point now = Clock::now();
     if (now >= deadline) return std::nullopt;
     Pump(std::min(std::chrono::duration_cast<milliseconds>(deadline - now), milliseconds(200)));
+  }
+}
+
+void CeleryClient::Forget(const std::set<std::string>& ids) {
+  for (const std::string& id : ids) {
+    impl_->consumed.insert(id);
+    impl_->ready.erase(id);
+    impl_->started.erase(id);
   }
 }
 
@@ -172,7 +177,10 @@ celery::TaskResult Call(CeleryClient& client, std::string_view task, const Json&
     bool announced = false;
     bool lost = false;
     while (Clock::now() < deadline && !lost) {
-      if (std::optional<celery::TaskResult> r = client.WaitAny(ids, milliseconds(250))) return *r;
+      if (std::optional<celery::TaskResult> r = client.WaitAny(ids, milliseconds(250))) {
+        client.Forget(ids);  // a late result of the other send is a harmless duplicate
+        return *r;
+      }
       const Json started = client.Started(id);
       if (!started.is_object()) continue;
       const std::string node = started.value("hostname", "");

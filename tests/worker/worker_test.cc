@@ -4,6 +4,7 @@
 // busy, recording in the store. The same worker on a real RabbitMQ with real jobs: farm_e2e_test.cc.
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -536,6 +537,20 @@ TEST_F(WorkerTest, CallResendsWhenAnEarlyAckingWorkerIsLost) {
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events[0], "started on ghost@nowhere");
   EXPECT_NE(events[1].find("resending with a new task id: worker ghost@nowhere was lost"), std::string::npos) << events[1];
+  StopWorker();
+}
+
+TEST_F(WorkerTest, WaitAnyReturnsEveryResultOfABatchOnce) {
+  StartWorker(Options());
+  std::set<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.insert(Send(Json::array({"echo", i})));
+  std::set<std::string> got;
+  while (got.size() < 5) {
+    auto r = Client().WaitAny(ids, milliseconds(5000));
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(got.insert(r->task_id).second) << "returned twice";
+  }
+  EXPECT_FALSE(Client().WaitAny(ids, milliseconds(100)));
   StopWorker();
 }
 
