@@ -326,7 +326,13 @@ class Slot {
   void Run(Broker& b, const Delivery& d, const celery::TaskMessage& m, JobRecord rec, int prior) {
     Json request = {{"task", m.task}, {"args", m.args}, {"kwargs", m.kwargs}, {"queue", d.queue},
                     {"work_root", w_.o.work_root.string()}};
-    runner_->Start(request);
+    try {
+      runner_->Start(request);
+    } catch (const Error& e) {
+      // Not the message's fault: put it back uncounted and stop this worker (its supervisor restarts it).
+      PutBack(b, d, prior);
+      throw Error(ErrorKind::kInternal, std::string("cannot run jobs: ") + e.what());
+    }
     const int pid = runner_->pid() > 0 ? runner_->pid() : static_cast<int>(::getpid());
     {
       std::lock_guard<std::mutex> lock(w_.mu);

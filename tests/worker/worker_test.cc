@@ -477,6 +477,28 @@ TEST_F(WorkerTest, ConcurrencyRunsOneJobPerSlotAtATime) {
   EXPECT_EQ(prefetch, 2) << "one channel with prefetch 1 per slot";
 }
 
+TEST_F(WorkerTest, AWorkerThatCannotStartJobsPutsTheMessageBackAndStops) {
+  WorkerOptions o = Options();
+  o.run_in_process = false;
+  o.child_argv = {"/nonexistent/kf", "worker-child"};
+  Worker worker(o);
+  const std::string id = Send(Json::array({"echo", "x"}));
+  std::string error;
+  std::thread t([&] {
+    try {
+      worker.Run();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  t.join();  // stops by itself
+  EXPECT_NE(error.find("cannot run jobs"), std::string::npos) << error;
+  std::vector<Message> left = hub_.Drain(queue_);
+  ASSERT_EQ(left.size(), 1u) << "the message must survive the broken worker";
+  EXPECT_EQ(left[0].properties.headers["id"], id);
+  EXPECT_EQ(left[0].properties.headers["kf_deliveries"], 0) << "not counted as a lost worker";
+}
+
 TEST_F(WorkerTest, EtaInTheFutureDelaysTheJob) {
   StartWorker(Options());
   celery::SendOptions so;
