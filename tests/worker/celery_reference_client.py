@@ -98,6 +98,9 @@ def main():
         }
 
     report["sleep"] = app.send_task(SLEEP, args=(0.1, "hello from python"), queue=build_queue).get(timeout=30)
+    # JSON bodies are accepted too (accept_content lists json).
+    report["sleep_json"] = app.send_task(SLEEP, args=(0.1, "json body"), queue=build_queue,
+                                         serializer="json").get(timeout=30)
     # A failure comes back as the exception it names.
     try:
         app.send_task(BUILD, args=({"not": "a task"},), queue=build_queue).get(timeout=60)

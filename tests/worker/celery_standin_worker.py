@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-from celery import Celery, shared_task  # noqa: F401 - shared_task kept to mirror the reference's style
+from celery import Celery
 
 BUILD = "kernelfoundry.eval_pipeline.tasks.build_custom_task.build_custom_task"
 TEST = "kernelfoundry.eval_pipeline.tasks.test_custom_task.test_custom_task"

@@ -111,6 +111,7 @@ TEST_F(FarmE2E, PythonCeleryClientFindsAndUsesKfWorker) {
   EXPECT_TRUE(t["custom"]["runtimes"].contains("bench_sum_squares")) << report.dump(2);
   EXPECT_EQ(t["reference"]["correctness_returncode"], 0);
   EXPECT_EQ(report["sleep"], "hello from python");
+  EXPECT_EQ(report["sleep_json"], "json body");
   // A task that does not decode comes back as the exception Celery raises.
   EXPECT_NE(report["bad_task_error"].get<std::string>().find("ValueError"), std::string::npos) << report.dump(2);
   EXPECT_NE(report["bad_task_error"].get<std::string>().find("task_data"), std::string::npos) << report.dump(2);
@@ -119,11 +120,12 @@ TEST_F(FarmE2E, PythonCeleryClientFindsAndUsesKfWorker) {
   int ws = worker.Wait(30);
   ASSERT_TRUE(WIFEXITED(ws)) << worker.Log();
   EXPECT_EQ(WEXITSTATUS(ws), 0);
-  // Every job recorded: build, test, sleep COMPLETE; the bad build FAIL.
+  // Every job recorded: build, test and the two sleeps COMPLETE; the bad build FAIL.
   auto store = SqliteStore::Open(db);
   std::multiset<std::string> statuses;
-  for (int id = 1; id <= 4; ++id) statuses.insert(store->GetJob(id)["status"].get<std::string>());
-  EXPECT_EQ(statuses, (std::multiset<std::string>{"COMPLETE", "COMPLETE", "COMPLETE", "FAIL"}));
+  for (int id = 1; id <= 5; ++id) statuses.insert(store->GetJob(id)["status"].get<std::string>());
+  EXPECT_EQ(statuses, (std::multiset<std::string>{"COMPLETE", "COMPLETE", "COMPLETE", "COMPLETE", "FAIL"}));
+  testing::ExpectError(ErrorKind::kNotFound, [&] { store->GetJob(6); });
 }
 
 TEST_F(FarmE2E, KfRunGetsVerdictsFromAPythonCeleryWorker) {
