@@ -7,6 +7,7 @@
 //     2-worker/1-worker ratio.
 // Not a test: it prints numbers measured in this run beside their in-run baseline.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,8 +40,11 @@ struct Worker {
   pid_t pid = -1;
   Worker(const fs::path& kf, const std::string& broker, const std::string& queues, const std::string& node,
          const fs::path& log) {
+    const pid_t parent = ::getpid();
     pid = ::fork();
     if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // a killed bench takes its workers with it
+      if (::getppid() != parent) ::_exit(127);
       ::setsid();
       FILE* f = std::freopen(log.c_str(), "a", stderr);
       (void)f;

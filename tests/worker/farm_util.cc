@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -37,8 +38,12 @@ std::string Slurp(const fs::path& p) {
 
 Proc::Proc(std::vector<std::string> argv, fs::path log, std::map<std::string, std::string> env)
     : log_(std::move(log)) {
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ == 0) {
+    // A test binary killed by a ctest timeout must not leave workers behind.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
     ::setsid();
     int in = ::open("/dev/null", O_RDONLY);
     int out = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
