@@ -85,6 +85,15 @@ def test_wrong_and_unextractable_candidates_are_verdicts(omp_task):
     assert none.task.extract_code_result.returncode == 1
 
 
+def test_evaluate_from_thread_pool_workers(omp_task):
+    """Optimisation loops call evaluate() from thread pools (the reference's controller uses 8 workers):
+    no signal handling there, results per call."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: evaluate(omp_task, {"EVOLVE": None}), range(8)))
+    assert [r.status for r in results] == ["extraction_failed"] * 8
+
+
 def test_bad_input_raises(omp_task):
     with pytest.raises(KeyError):
         evaluate(omp_task, {"NOT_A_KEY": "x"})
