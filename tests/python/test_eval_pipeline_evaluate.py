@@ -160,8 +160,6 @@ def test_ctrl_c_raises_keyboard_interrupt_and_leaves_nothing_behind(tmp_path):
     interrupt_a_hanging_evaluation(tmp_path, {"test_timeout": 8, "test_output_inactivity_timeout": 8})
 
 
-@pytest.mark.xfail(strict=True, reason="needs EvaluateOptions::stop honoured by the stage runner (the lead's "
-                   "cancellation work); remove this marker when it is on main")
 def test_ctrl_c_kills_the_running_child_at_once(tmp_path):
     """The KeyboardInterrupt requests EvaluateOptions::stop: the hanging test program is killed at once and
     evaluate() returns long before test_timeout."""

@@ -20,6 +20,7 @@
 #include "convert.hpp"
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/harness.hpp"
 #include "objects.hpp"
 
 namespace kfpy {
@@ -102,7 +103,7 @@ PyEvaluation Evaluate(py::handle task_arg, py::handle candidate, py::handle gpu_
                       py::handle work_root) {
   py::object metadata_overrides;
   kf::Task task = ResolveTask(task_arg, &overrides, &metadata_overrides);
-  task.Validate();
+  task.Validate(kf::HarnessTaskKinds());
   if (!overrides.is_none()) task.ApplyConfig(kf::MergeConfig(task.config, ToJson(overrides)));
   const std::optional<kf::BlockUpdate> update = Candidate(candidate);
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "convert.hpp"
-#include "kernelfoundry/pytest_collect.hpp"
+#include "kernelfoundry/harness.hpp"
 #include "objects.hpp"
 
 namespace kfpy {
@@ -119,7 +119,7 @@ void DefResultField(py::class_<PyTask>& c, const char* name, std::optional<C> Ta
 const kf::TaskCreateOptions& CreateOptions() {
   static const kf::TaskCreateOptions options = [] {
     kf::TaskCreateOptions o;
-    o.collector = kf::PytestCollector();
+    o.kinds = kf::HarnessTaskKinds();
     return o;
   }();
   return options;
@@ -220,7 +220,7 @@ void RegisterTask(py::module_& m) {
                "Test discovery runs pytest once per package content (cached in $KF_CACHE_DIR). Raises NotFoundError "
                "(FileNotFoundError: no such path, no config.yaml), ParseError (ValueError: YAML, block markers), "
                "InvalidArgumentError (ValueError/RuntimeError: no performance test, tests that do not collect).");
-  c.def("validate", [](const PyTask& s) { s->Validate(); },
+  c.def("validate", [](const PyTask& s) { s->Validate(kf::HarnessTaskKinds()); },
         "Checks the structure like the reference (files, task.py, conftest.py, >= 1 correctness and >= 1 "
         "performance test, an EVOLVE block, task_name and job_name in config). Raises InvalidArgumentError (an "
         "AssertionError, as the reference's asserts) listing every problem.");
