@@ -184,7 +184,8 @@ bool ControlRequestIsFor(const ControlRequest& request, const std::string& node,
 /// The reply {node: data} with headers {ticket, clock}, delivery_mode 1, the request's content type.
 Message EncodeControlReply(const ControlRequest& request, const std::string& node, const Json& data, int64_t clock);
 /// A broadcast request as `app.control.inspect(timeout).<method>()` sends it; `reply_oid` is the client's
-/// mailbox oid (its reply queue is PidboxReplyQueue(reply_oid)).
+/// mailbox oid (its reply queue is PidboxReplyQueue(reply_oid)); an empty `reply_oid` sends a request
+/// that wants no reply (no ticket, no reply_to: `app.control.revoke(…)`), and timeout_s 0 = never expires.
 /// `destination` empty = every node.
 Message EncodeControlRequest(const std::string& method, const Json& arguments, const std::string& reply_oid,
                              const std::string& ticket, double timeout_s, int64_t clock,

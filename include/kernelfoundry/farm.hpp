@@ -12,10 +12,18 @@
 //    worker that started the task was lost (an early-acking worker — the reference's — that stopped
 //    answering pings; a kf worker acks late, so RabbitMQ redelivers its message instead). A result for
 //    either id is accepted. Duplicates are harmless: every task is a pure function of its arguments.
-//  * QueueStageRunner runs Evaluate's two stages on the farm: the build on build_custom_task_<language>, one
-//    test per arch on test_custom_task_<arch>, with the reference's timeouts.
-//  * EvaluateOnFarm is Evaluate with the stages on the farm (same scoring, same Evaluation): a temporary
-//    copy of Evaluate's flow until Evaluate takes a StageRunner.
+//  * Cancellation (CallOptions::stop, EvaluateOptions::stop): the wait ends within ~250 ms and the sent
+//    task ids are revoked with terminate through remote control (`app.control.revoke(ids, terminate=True)`:
+//    a kf worker asks the job to stop, a Celery worker terminates its pool process).
+//  * QueueStageRunner is Evaluate's StageRunner for the farm (`kf run --broker` = Evaluate with
+//    options.runner): the build on build_custom_task_<language>, one test per arch on
+//    test_custom_task_<arch>, with the reference's timeouts. Results arrive as text; the typed verdicts of
+//    each variant are a kf worker's own (output_data "kf_verdict", removed again) or, from other workers,
+//    ClassifyFromWire of the correctness result. A farm failure of a test (FAILURE/REVOKED reply) is a typed
+//    verdict (time limit → test_timeout, worker lost every delivery → crash, revoked → canceled, anything
+//    else → infrastructure_error); a farm failure of a build that says nothing about the candidate
+//    (NotRegistered, a task that does not decode, …) is thrown as kf::Error(kIO): Evaluate has no
+//    infrastructure verdict for builds.
 #pragma once
 
 #include <chrono>
@@ -24,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -52,6 +61,9 @@ class CeleryClient {
   void Forget(const std::set<std::string>& ids);
   /// The STARTED meta of a task ({pid, hostname[, kf_acks_late]}), or null when none arrived.
   Json Started(const std::string& id) const;
+  /// Broadcasts Celery's revoke for `ids` (no reply wanted): every worker forgets them, and with `terminate`
+  /// a worker running one stops it.
+  void Revoke(const std::set<std::string>& ids, bool terminate);
   /// Pings one node through remote control; true when it answered within `timeout`.
   bool Ping(const std::string& node, std::chrono::milliseconds timeout);
   /// Broadcasts control methods (all at once) and collects {method: {node: answer}} for `timeout`.
@@ -75,6 +87,9 @@ struct CallOptions {
   std::chrono::milliseconds liveness_interval{std::chrono::seconds(10)};
   int liveness_misses = 2;                                      ///< unanswered pings that mean "lost"
   std::function<void(const std::string& event)> on_event;      ///< "started <node>", "resent: <why>"
+  /// Cancellation: stop waiting, revoke every id sent (terminate) and return a REVOKED result
+  /// (TaskRevokedError "canceled by the client").
+  std::stop_token stop;
 };
 
 /// Sends a task and returns its final result (see the file comment). Throws kf::Error(kLimit) naming the
@@ -100,28 +115,36 @@ struct FarmOptions {
   std::chrono::milliseconds liveness_interval{std::chrono::seconds(10)};
 };
 
-/// Evaluate's stages on a farm (the signatures of RunBuildStage/RunTestStage, so that it plugs into
-/// Evaluate's StageRunner seam). Not thread-safe (one client).
-class QueueStageRunner {
+/// Evaluate's stages on a farm (see the file comment). Thread-safe: with a client, calls take turns on it;
+/// with a connection factory, concurrent calls each use their own client (opened as needed, kept for reuse,
+/// dropped after a broker error).
+class QueueStageRunner final : public StageRunner {
  public:
-  QueueStageRunner(CeleryClient& client, FarmOptions options = {});
-  /// Sends one build_custom_task (config test_custom / test_reference set to the builds wanted) and waits
-  /// build_timeout + 40 s (time limits t+30 / t+10, as the reference). A FAILURE reply becomes a failed
-  /// BuildResult with the worker's exception as its message.
-  BuildStageResult Build(const Harness& harness, Task& task, bool build_candidate, bool build_reference,
-                         const std::string& arch_list, const EvaluateOptions& options);
+  /// Uses `client` (which must outlive the runner) for every call.
+  explicit QueueStageRunner(CeleryClient& client, FarmOptions options = {});
+  /// Opens clients with `connect`.
+  explicit QueueStageRunner(BrokerFactory connect, FarmOptions options = {});
+  ~QueueStageRunner() override;
+  QueueStageRunner(const QueueStageRunner&) = delete;
+  QueueStageRunner& operator=(const QueueStageRunner&) = delete;
+
+  /// Sends one build_custom_task (config test_custom / test_reference set to the builds of `plan`,
+  /// gpu_arch = plan.arch_list) and waits build_timeout + 40 s (time limits t+30 / t+10, as the reference).
+  /// Stores task.build_result / build_result_reference. A FAILURE reply of the candidate's making
+  /// (TimeLimitExceeded, WorkerLostError) becomes a failed BuildResult with the worker's exception as its
+  /// message; other FAILURE replies throw kf::Error(kIO). Throws kf::Error(kInvalidArgument, "config.yaml",
+  /// "language") when the build queue cannot be named, kf::Error(kLimit) when no result came.
+  BuildStageResult Build(Task& task, const BuildPlan& plan, const EvaluateOptions& options) override;
   /// Sends one test_custom_task per arch (config gpu_arch = that arch), one after the other as the
-  /// reference's Evaluator does, and waits test_timeout × 5 + 40 s for each. A FAILURE reply becomes a failed correctness result per variant.
-  TestStageResult Test(const Harness& harness, const Task& task, const std::vector<TestVariant>& variants,
-                       const std::vector<std::string>& archs, const EvaluateOptions& options);
+  /// reference's Evaluator does, and waits test_timeout × 5 + 40 s for each.
+  TestStageResult Test(const Task& task, const std::vector<TestVariant>& variants,
+                       const std::vector<std::string>& archs, const EvaluateOptions& options) override;
+
+  struct Clients;
 
  private:
-  CeleryClient& client_;
   FarmOptions options_;
+  std::unique_ptr<Clients> clients_;
 };
-
-/// Evaluate (evaluate.hpp) with the stages run by `runner` (temporary: see the file comment).
-Evaluation EvaluateOnFarm(const Task& task, const std::optional<BlockUpdate>& candidate,
-                          const EvaluateOptions& options, QueueStageRunner& runner);
 
 }  // namespace kf

@@ -14,9 +14,18 @@
 //    message whose worker was lost `max_deliveries` times is answered with FAILURE WorkerLostError.
 //  * Runs every job in a child process (`kf worker-child`, a prefork pool of one per slot): the hard time
 //    limit kills it (FAILURE TimeLimitExceeded), and when the worker dies the child and its process trees
-//    die with it (the child watches a pipe from the worker).
-//  * Answers remote control (ping, active_queues, active, stats, hello, shutdown) on its own connection and
-//    thread, within a second, also while jobs run.
+//    die with it (the child watches a pipe from the worker). The soft time limit and a remote-control
+//    `revoke` with terminate ask the job to stop (its stop_token: the running build/test process tree is
+//    killed, no further phase starts) and reply FAILURE SoftTimeLimitExceeded / REVOKED "terminated"; a job
+//    that has not stopped after cancel_grace is killed. A revoked task id that arrives later is REVOKED
+//    "revoked" without running.
+//  * Device exclusivity across slots (`-c N`): every build, correctness run and timed run of every slot's
+//    job takes its lease from one DeviceSlots of the worker (device_slots.hpp: a timed phase holds its
+//    device exclusively), through a DeviceGate; job processes ask the worker for leases over their pipes.
+//    So two jobs are never timed on one device at the same time, while builds and correctness runs of
+//    different jobs still overlap.
+//  * Answers remote control (ping, active_queues, active, stats, hello, revoke, revoked, shutdown) on its own
+//    connection and thread, within a second, also while jobs run.
 //  * Records every job it finishes in its store: a jobs row (COMPLETE or FAIL), the tasks row, and
 //    job_logs rows (a summary and every process result).
 //  * Reconnects with exponential backoff when the broker goes away; a job that finishes while the
@@ -37,6 +46,8 @@
 #include <vector>
 
 #include "kernelfoundry/celery.hpp"
+#include "kernelfoundry/device_slots.hpp"
+#include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/queue.hpp"
 #include "kernelfoundry/store.hpp"
@@ -52,11 +63,44 @@ struct TaskFailure {
   std::string message;
 };
 
+/// What a phase of a job uses a device for (DeviceSlots' three kinds of lease).
+enum class DeviceUse {
+  kBuild,   ///< a build: the host shared (DeviceSlots::ForBuild)
+  kTest,    ///< an untimed test run on an arch: shared (DeviceSlots::ForTest)
+  kTiming,  ///< a timed run on an arch: its device exclusively (DeviceSlots::ForTiming)
+};
+/// "build" / "test" / "timing".
+const char* DeviceUseName(DeviceUse use);
+/// Inverse of DeviceUseName; nullopt for another name.
+std::optional<DeviceUse> DeviceUseFromName(std::string_view name);
+
+/// Grants device leases to the phases of jobs that run in different threads or processes (the slots of one
+/// worker). Thread-safe.
+class DeviceGate {
+ public:
+  /// A granted lease; destroying it releases it.
+  class Lease {
+   public:
+    virtual ~Lease() = default;
+  };
+  virtual ~DeviceGate() = default;
+  /// Blocks until `use` of `arch` is granted. Returns nullptr when `stop` was requested first.
+  virtual std::unique_ptr<Lease> Acquire(DeviceUse use, const std::string& arch, const std::stop_token& stop) = 0;
+};
+/// A gate over a DeviceSlots of this process (`slots` must outlive it).
+std::unique_ptr<DeviceGate> MakeSlotsGate(DeviceSlots& slots);
+
 /// Where and how a task body runs.
 struct TaskBodyContext {
   std::string queue;                     ///< the queue the message came from (test: selects the arch)
-  std::stop_token stop;                  ///< test_sleep returns early when stop is requested
+  /// Cancellation: the running build/test process tree is killed and no further phase starts; test_sleep
+  /// returns early. (The worker's soft time limit and revoke-with-terminate request it.)
+  std::stop_token stop;
   std::filesystem::path work_root;       ///< parent of the work dirs; empty = system temp dir
+  /// Device leases shared with other jobs (a worker's slots); nullptr = this process's DeviceSlots only.
+  DeviceGate* devices = nullptr;
+  /// Replaces MakeHarness(task) for build and test bodies (tests with a fake harness); nullptr = the task's.
+  const Harness* harness = nullptr;
 };
 
 /// True for the task names RunTaskBody knows (the reference's build_custom_task, test_custom_task and
@@ -71,7 +115,10 @@ bool IsRegisteredTask(std::string_view task_name);
 ///    test_custom is false or the task has a test_result, and `reference` when config test_reference is
 ///    true (worker default false, as the reference) and the task has no test_result_reference; the arch is
 ///    the one the queue name test_custom_task_<arch> names when the config lists several, else the config's.
-///    Returns {variant: TestResult}.
+///    Returns {variant: TestResult}. kf extension, for kf clients (QueueStageRunner): the output_data of
+///    every correctness and performance result also holds {"kf_verdict": {"status": EvalStatusName,
+///    "detail": …}}, the harness's typed verdict, and a failed build's output_data {"kf_termination":
+///    TerminationReasonName}; the reference's clients ignore them (output_data is a free dict there).
 ///  * test_sleep(duration_s, message): sleeps (stop-aware), returns message.
 /// Returns the result on success; on failure returns a TaskFailure (bad arguments or an encoded task that
 /// does not decode → ValueError naming the field; other kf::Error → RuntimeError; unknown name →
@@ -84,9 +131,12 @@ TaskBodyResult RunTaskBody(std::string_view task_name, const Json& args, const J
                            const TaskBodyContext& context);
 
 /// The entry point of `kf worker-child`: reads job frames on stdin, runs them with RunTaskBody and writes
-/// result frames on stdout (8-byte little-endian length + msgpack). Exits when stdin closes — also in the
-/// middle of a job, so the job's process trees die with a lost worker. Returns the process exit code.
-int RunWorkerChild();
+/// result frames on stdout (8-byte little-endian length + msgpack). During a job it also asks the worker for
+/// device leases (frames {"lease": {id, use, arch}} / {"release": id}, answered {"granted": id}) and obeys
+/// {"stop": true} (the job's stop_token). Exits when stdin closes — also in the middle of a job, so the
+/// job's process trees die with a lost worker. `harness` replaces the task's harness (tests). Returns the
+/// process exit code.
+int RunWorkerChild(const Harness* harness = nullptr);
 
 // ---- the worker ----
 
@@ -110,6 +160,12 @@ struct WorkerOptions {
   /// Replaces RunTaskBody (tests). Used with run_in_process only.
   std::function<TaskBodyResult(std::string_view, const Json&, const Json&, const TaskBodyContext&)> body;
   std::filesystem::path work_root;        ///< parent of the jobs' work dirs; empty = system temp dir
+  /// The devices the slots' jobs share (builds, correctness and timed runs take leases here); nullptr =
+  /// ProcessDeviceSlots().
+  DeviceSlots* device_slots = nullptr;
+  /// After a soft time limit or a revoke with terminate asked a job to stop, how long it may take to end
+  /// before it is killed.
+  std::chrono::milliseconds cancel_grace{10'000};
   Store* store = nullptr;                 ///< where jobs are recorded; nullptr = not recorded
   std::function<void(const std::string&)> log;   ///< one line per event; empty = stderr
 };
@@ -121,6 +177,7 @@ struct WorkerStats {
   std::atomic<int64_t> failed{0};         ///< FAILURE and REVOKED replies
   std::atomic<int64_t> rejected{0};       ///< dropped without running (unknown task, undecodable)
   std::atomic<int64_t> requeued{0};       ///< put back (stop, redelivery count)
+  std::atomic<int64_t> canceled{0};       ///< jobs asked to stop (soft time limit, revoke with terminate)
   std::atomic<int64_t> reconnects{0};
   std::atomic<int64_t> control_replies{0};
 };

@@ -11,12 +11,20 @@
 // tasks row, one kernels row and the process logs are written to --db (default $KF_DB, else
 // runs/kernels.sqlite3) unless --no-store. --json OUT ("-" = stdout) writes the whole evaluation.
 // --broker URL sends the build and the tests to a Celery/RabbitMQ farm (build_custom_task_<language>,
-// test_custom_task_<arch>; kf workers or the reference's) instead of running them here; scoring and storing
-// are the same.
+// test_custom_task_<arch>; kf workers or the reference's) instead of running them here (Evaluate with a
+// QueueStageRunner); scoring and storing are the same. Ctrl-C (or SIGTERM) then cancels: the farm's tasks
+// are revoked with terminate and the verdict is "canceled" (exit 1); a second Ctrl-C exits at once (130).
 // Exit 0 when the candidate is correct (perf_score 5), 1 when the verdict is negative, other codes
 // (exit_codes.hpp) when the input is unusable.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <stop_token>
+#include <thread>
 #include <optional>
 #include <string>
 
@@ -45,6 +53,44 @@ struct RunOptions {
   std::string broker;
 };
 
+// SIGINT/SIGTERM during a farm run: the first requests the evaluation's stop, the second exits (130).
+// Signals are taken by one thread (blocked in every thread from construction on); the mask is restored
+// afterwards.
+class FarmInterrupt {
+ public:
+  FarmInterrupt() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this] {
+      while (!done_) {
+        timespec ts{0, 100'000'000};
+        const int sig = sigtimedwait(&set_, nullptr, &ts);
+        if (sig <= 0) continue;
+        if (stop_.stop_requested()) std::_Exit(130);
+        std::fprintf(stderr, "kf: %s: canceling the evaluation (revoking its farm tasks); again to exit now\n",
+                     sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal");
+        stop_.request_stop();
+      }
+    });
+  }
+  ~FarmInterrupt() {
+    done_ = true;
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  FarmInterrupt(const FarmInterrupt&) = delete;
+  FarmInterrupt& operator=(const FarmInterrupt&) = delete;
+  std::stop_token token() const { return stop_.get_token(); }
+
+ private:
+  sigset_t set_{}, old_{};
+  std::stop_source stop_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 std::optional<BlockUpdate> ReadCandidate(const RunOptions& o) {
   if (!o.candidate.empty()) return BlockUpdate{BlockUpdateShort{{"EVOLVE", ReadInput(o.candidate)}}};
   if (!o.blocks.empty()) return BlockUpdateFromJson(ParseJson(ReadInput(o.blocks), o.blocks), o.blocks);
@@ -52,8 +98,12 @@ std::optional<BlockUpdate> ReadCandidate(const RunOptions& o) {
 }
 
 int RunRun(const RunOptions& o) {
+  // Ctrl-C / SIGTERM cancel a farm evaluation: the farm's tasks are revoked (terminate) and the canceled
+  // verdict is printed; a second signal exits at once. Set up before anything starts a thread.
+  std::unique_ptr<FarmInterrupt> interrupt;
+  if (!o.broker.empty()) interrupt = std::make_unique<FarmInterrupt>();
   LoadedTask loaded = LoadTask(o.task, /*discover_tests=*/true);
-  loaded.task.Validate();
+  loaded.task.Validate(HarnessTaskKinds());
   // Merge precedence of the reference's driver: task config < overrides.yml (spec §1.5).
   const Json& meta = loaded.metadata;
   if (meta.is_object() && meta.contains("overrides") && meta["overrides"].is_object()) {
@@ -78,8 +128,10 @@ int RunRun(const RunOptions& o) {
     FarmOptions fo;
     fo.on_event = [](const std::string& e) { std::fprintf(stderr, "kf: farm: %s\n", e.c_str()); };
     farm = std::make_unique<QueueStageRunner>(*client, fo);
+    eo.runner = farm.get();
+    eo.stop = interrupt->token();
   }
-  auto run = [&] { return farm ? EvaluateOnFarm(loaded.task, candidate, eo, *farm) : Evaluate(loaded.task, candidate, eo); };
+  auto run = [&] { return Evaluate(loaded.task, candidate, eo); };
 
   Evaluation ev;
   std::optional<RecordedRun> recorded;

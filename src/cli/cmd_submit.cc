@@ -127,7 +127,7 @@ class Progress {
 
 int RunSubmit(const SubmitOptions& o) {
   LoadedTask loaded = LoadTask(o.task, /*discover_tests=*/true);
-  loaded.task.Validate();
+  loaded.task.Validate(HarnessTaskKinds());
   const Json& meta = loaded.metadata;
   if (meta.is_object() && meta.contains("overrides") && meta["overrides"].is_object()) {
     loaded.task.ApplyConfig(MergeConfig(loaded.task.config, meta["overrides"]));
@@ -145,9 +145,10 @@ int RunSubmit(const SubmitOptions& o) {
   std::vector<Outcome> outcomes(files.size());
   std::atomic<size_t> next{0};
   Progress progress(files.size());
+  // One runner for every thread: each call takes an idle client of its pool or connects a new one.
+  QueueStageRunner runner([url] { return ConnectAmqp(url); });
+  eo.runner = &runner;
   auto work = [&] {
-    std::unique_ptr<CeleryClient> client;
-    std::unique_ptr<QueueStageRunner> runner;
     while (true) {
       const size_t i = next++;
       if (i >= files.size()) return;
@@ -156,12 +157,8 @@ int RunSubmit(const SubmitOptions& o) {
       progress.Start();
       const Clock::time_point t0 = Clock::now();
       try {
-        if (!client) {
-          client = std::make_unique<CeleryClient>(ConnectAmqp(url));
-          runner = std::make_unique<QueueStageRunner>(*client);
-        }
         std::optional<BlockUpdate> candidate = BlockUpdate{BlockUpdateShort{{"EVOLVE", ReadInput(files[i])}}};
-        auto run = [&] { return EvaluateOnFarm(loaded.task, candidate, eo, *runner); };
+        auto run = [&] { return Evaluate(loaded.task, candidate, eo); };
         Evaluation ev;
         if (store) {
           out.recorded = RecordRun(*store, loaded.task, /*validate=*/false, run, &ev);
@@ -176,10 +173,6 @@ int RunSubmit(const SubmitOptions& o) {
       } catch (const std::exception& e) {
         out.status = "error";
         out.error = e.what();
-        if (const auto* ke = dynamic_cast<const Error*>(&e); ke && ke->kind() == ErrorKind::kIO) {
-          client.reset();  // a broken connection: the next candidate reconnects
-          runner.reset();
-        }
       }
       out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
       progress.Done(out.evaluated);

@@ -1,12 +1,15 @@
 // kf worker — a Celery worker for the reference's build and test tasks on RabbitMQ (worker.hpp).
 //
 //   kf worker [--broker URL] -Q QUEUES [-n NAME] [-c N] [--db DB] [--max-deliveries N] [--stop-grace S]
-//             [--work-root DIR] [--heartbeat S]
+//             [--cancel-grace S] [--work-root DIR] [--heartbeat S]
 //
 // --broker defaults to $KF_BROKER_URL, else the reference's RABBITMQ_USERNAME/PASSWORD/IP at port 5672.
 // -Q takes Celery's comma list (repeatable): build_custom_task_<language>, test_custom_task_<arch>, ….
 // SIGTERM/SIGINT: stop consuming, let the running job finish (--stop-grace, default 30 s; then it is killed
 // and put back), exit 0. A second SIGTERM/SIGINT, or SIGQUIT: kill the running jobs, put them back, exit 0.
+// -c N: N slots; their builds, correctness runs and timed runs share the devices through one DeviceSlots
+// (a timed run holds its device alone). A soft time limit or a revoke with terminate asks the job to stop;
+// after --cancel-grace (default 10 s) it is killed.
 // Also here: `kf worker-child` (hidden; the job process of a worker slot).
 #include <signal.h>
 
@@ -34,6 +37,7 @@ struct WorkerCliOptions {
   std::string db;
   int max_deliveries = 3;
   double stop_grace_s = 30;
+  double cancel_grace_s = 10;
   std::string work_root;
   int heartbeat_s = 60;
 };
@@ -70,6 +74,7 @@ int RunWorkerVerb(const WorkerCliOptions& o) {
   wo.concurrency = o.concurrency;
   wo.max_deliveries = o.max_deliveries;
   wo.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(o.stop_grace_s * 1000));
+  wo.cancel_grace = std::chrono::milliseconds(static_cast<int64_t>(o.cancel_grace_s * 1000));
   wo.work_root = o.work_root;
   wo.store = store.get();
 
@@ -115,13 +120,16 @@ KF_REGISTER_COMMAND("worker", [](CLI::App& app, int* exit_code) {
   cmd->add_option("-Q,--queues", o->queues, "Queues to consume, comma-separated (e.g. build_custom_task_cuda,test_custom_task_Ampere)")
       ->required();
   cmd->add_option("-n,--hostname", o->node, "Node name (default kf@%h; %h host, %n short host, %d domain)");
-  cmd->add_option("-c,--concurrency", o->concurrency, "Job slots (each runs one job at a time; default 1)")
+  cmd->add_option("-c,--concurrency", o->concurrency, "Job slots (each runs one job at a time; timed phases of different slots never share a device; default 1)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--db", o->db, "Record every job in this SQLite database (path or sqlite:///path)");
   cmd->add_option("--max-deliveries", o->max_deliveries,
                   "Poison limit: fail a message with WorkerLostError after this many deliveries whose worker was lost")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--stop-grace", o->stop_grace_s, "Seconds a running job may finish after SIGTERM (default 30)");
+  cmd->add_option("--cancel-grace", o->cancel_grace_s,
+                  "Seconds a job asked to stop (soft time limit, revoke --terminate) may take before it is killed "
+                  "(default 10)");
   cmd->add_option("--work-root", o->work_root, "Parent directory of the jobs' work directories (default: temp dir)");
   cmd->add_option("--heartbeat", o->heartbeat_s, "AMQP heartbeat interval asked for, seconds (0 = off; default 60)");
   cmd->callback([o, exit_code]() { *exit_code = RunWorkerVerb(*o); });

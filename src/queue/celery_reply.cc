@@ -176,8 +176,10 @@ Message EncodeControlRequest(const std::string& method, const Json& arguments, c
   body["destination"] = destination.empty() ? Json(nullptr) : Json(destination);
   body["pattern"] = nullptr;
   body["matcher"] = nullptr;
-  body["ticket"] = ticket;
-  body["reply_to"] = Json{{"exchange", PidboxReplyExchange().name}, {"routing_key", reply_oid}};
+  if (!reply_oid.empty()) {
+    body["ticket"] = ticket;
+    body["reply_to"] = Json{{"exchange", PidboxReplyExchange().name}, {"routing_key", reply_oid}};
+  }
   Message m;
   m.exchange = PidboxExchange().name;
   m.routing_key = "";
@@ -189,7 +191,7 @@ Message EncodeControlRequest(const std::string& method, const Json& arguments, c
                                              std::chrono::system_clock::now().time_since_epoch())
                                              .count()) /
                      1e6;
-  m.properties.headers = Json{{"clock", clock}, {"expires", now + timeout_s}};
+  m.properties.headers = Json{{"clock", clock}, {"expires", timeout_s > 0 ? now + timeout_s : 0.0}};
   m.body = SerializeBody(body, ContentType::kMsgpack);
   return m;
 }

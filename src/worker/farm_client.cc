@@ -141,6 +141,16 @@ std::map<std::string, std::map<std::string, Json>> CeleryClient::Broadcast(const
   return out;
 }
 
+void CeleryClient::Revoke(const std::set<std::string>& ids, bool terminate) {
+  if (ids.empty()) return;
+  impl_->broker->DeclareExchange(celery::PidboxExchange());
+  Json arguments = Json{{"task_id", std::vector<std::string>(ids.begin(), ids.end())},
+                        {"terminate", terminate},
+                        {"signal", "SIGTERM"}};
+  impl_->broker->Publish(celery::EncodeControlRequest("revoke", arguments, /*reply_oid=*/"", /*ticket=*/"",
+                                                      /*timeout_s=*/0, ++impl_->clock));
+}
+
 bool CeleryClient::Ping(const std::string& node, milliseconds timeout) {
   EnsureControlQueue(*impl_);
   const std::string ticket = NewUuid();
@@ -168,7 +178,17 @@ celery::TaskResult Call(CeleryClient& client, std::string_view task, const Json&
   };
   std::set<std::string> ids;
   std::string why = "no result";
+  // Cancelled: nobody waits any more; whoever runs the task is told to stop.
+  auto canceled = [&]() -> celery::TaskResult {
+    client.Revoke(ids, /*terminate=*/true);
+    client.Forget(ids);
+    event(fmt::format("canceled; revoked {} task id(s)", ids.size()));
+    return celery::TaskResult{ids.empty() ? std::string() : *ids.rbegin(), std::string(celery::kRevoked),
+                              celery::ExceptionInfo("TaskRevokedError", "canceled by the client", "celery.exceptions"),
+                              nullptr, Json::array()};
+  };
   for (int send = 1; send <= call.max_sends; ++send) {
+    if (call.stop.stop_requested()) return canceled();
     const std::string id = client.Send(task, args, options);
     ids.insert(id);
     const Clock::time_point deadline = Clock::now() + call.timeout;
@@ -177,6 +197,7 @@ celery::TaskResult Call(CeleryClient& client, std::string_view task, const Json&
     bool announced = false;
     bool lost = false;
     while (Clock::now() < deadline && !lost) {
+      if (call.stop.stop_requested()) return canceled();
       if (std::optional<celery::TaskResult> r = client.WaitAny(ids, milliseconds(250))) {
         client.Forget(ids);  // a late result of the other send is a harmless duplicate
         return *r;

@@ -11,6 +11,9 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -70,22 +73,28 @@ Json Failure(std::string exc_type, std::string exc_module, std::string message) 
 
 class ChildJobRunner final : public JobRunner {
  public:
-  explicit ChildJobRunner(std::vector<std::string> argv) : argv_(std::move(argv)) {}
+  ChildJobRunner(std::vector<std::string> argv, DeviceSlots& slots)
+      : argv_(std::move(argv)), gate_(MakeSlotsGate(slots)) {}
   ~ChildJobRunner() override { Reap(true); }
 
   void Start(const Json& request) override {
     if (pid_ <= 0) Spawn();
     buffer_.clear();
-    if (!WriteFrame(to_child_, request)) {
+    if (!Write(request)) {
       // The idle child died (killed from outside); start a fresh one and try once more.
       Reap(true);
       Spawn();
-      if (!WriteFrame(to_child_, request)) throw Error(ErrorKind::kIO, "the job process does not accept jobs");
+      if (!Write(request)) throw Error(ErrorKind::kIO, "the job process does not accept jobs");
     }
+  }
+
+  void RequestStop() override {
+    if (pid_ > 0) (void)Write(Json{{"stop", true}});
   }
 
   std::optional<Json> Wait(std::chrono::milliseconds timeout) override {
     if (pid_ <= 0) return Failure("WorkerLostError", "billiard.exceptions", "no job process");
+    if (std::optional<Json> answer = TakeFrames()) return answer;
     pollfd p{from_child_, POLLIN, 0};
     int rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (rc < 0 && errno != EINTR) throw Error(ErrorKind::kIO, std::string("poll: ") + std::strerror(errno));
@@ -95,14 +104,7 @@ class ChildJobRunner final : public JobRunner {
       ssize_t n = ::read(from_child_, chunk, sizeof chunk);
       if (n > 0) {
         buffer_.append(chunk, static_cast<size_t>(n));
-        if (buffer_.size() >= 8) {
-          uint64_t len = ParseLength(buffer_.data());
-          if (buffer_.size() >= 8 + len) {
-            Json answer = Json::from_msgpack(buffer_.begin() + 8, buffer_.begin() + 8 + static_cast<long>(len));
-            buffer_.clear();
-            return answer;
-          }
-        }
+        if (std::optional<Json> answer = TakeFrames()) return answer;
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return std::nullopt;
@@ -120,6 +122,84 @@ class ChildJobRunner final : public JobRunner {
   }
 
  private:
+  // A lease the child asked for: taken on its own thread (waiting must not block the slot's loop).
+  struct LeaseRequest {
+    std::stop_source stop;
+    std::unique_ptr<DeviceGate::Lease> lease;   // guarded by lease_mu_
+    std::thread thread;
+  };
+
+  bool Write(const Json& frame) {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    return to_child_ >= 0 && WriteFrame(to_child_, frame);
+  }
+
+  // Handles the whole frames in buffer_: lease requests and releases are served, the first answer frame
+  // ({"result"} or {"failure"}) ends the job and is returned.
+  std::optional<Json> TakeFrames() {
+    while (buffer_.size() >= 8) {
+      const uint64_t len = ParseLength(buffer_.data());
+      if (buffer_.size() < 8 + len) return std::nullopt;
+      Json frame = Json::from_msgpack(buffer_.begin() + 8, buffer_.begin() + 8 + static_cast<long>(len));
+      buffer_.erase(0, 8 + len);
+      if (frame.is_object() && frame.contains("lease")) {
+        Lease(frame["lease"]);
+      } else if (frame.is_object() && frame.contains("release")) {
+        if (frame["release"].is_number_integer()) Release(frame["release"].get<int64_t>());
+      } else {
+        ReleaseAll();  // the job is over; whatever it still held goes back
+        return frame;
+      }
+    }
+    return std::nullopt;
+  }
+
+  void Lease(const Json& request) {
+    if (!request.is_object() || !request.contains("id") || !request["id"].is_number_integer()) return;
+    const int64_t id = request["id"].get<int64_t>();
+    const std::optional<DeviceUse> use = DeviceUseFromName(request.value("use", ""));
+    const std::string arch = request.value("arch", "");
+    if (!use) return;
+    auto entry = std::make_shared<LeaseRequest>();
+    entry->thread = std::thread([this, entry, id, use, arch] {
+      std::unique_ptr<DeviceGate::Lease> lease = gate_->Acquire(*use, arch, entry->stop.get_token());
+      if (!lease) return;
+      {
+        std::lock_guard<std::mutex> lock(lease_mu_);
+        entry->lease = std::move(lease);
+      }
+      (void)Write(Json{{"granted", id}});
+    });
+    std::lock_guard<std::mutex> lock(lease_mu_);
+    leases_[id] = std::move(entry);
+  }
+
+  static void Drop(const std::shared_ptr<LeaseRequest>& entry) {
+    entry->stop.request_stop();
+    if (entry->thread.joinable()) entry->thread.join();
+  }
+
+  void Release(int64_t id) {
+    std::shared_ptr<LeaseRequest> entry;
+    {
+      std::lock_guard<std::mutex> lock(lease_mu_);
+      auto it = leases_.find(id);
+      if (it == leases_.end()) return;
+      entry = std::move(it->second);
+      leases_.erase(it);
+    }
+    Drop(entry);
+  }
+
+  void ReleaseAll() {
+    std::map<int64_t, std::shared_ptr<LeaseRequest>> all;
+    {
+      std::lock_guard<std::mutex> lock(lease_mu_);
+      all.swap(leases_);
+    }
+    for (auto& [id, entry] : all) Drop(entry);
+  }
+
   void Spawn() {
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0) throw Error(ErrorKind::kIO, std::string("pipe: ") + std::strerror(errno));
@@ -157,48 +237,64 @@ class ChildJobRunner final : public JobRunner {
       throw Error(ErrorKind::kIO, fmt::format("cannot start the job process {}: {}", argv_[0], std::strerror(rc)));
     }
     pid_ = pid;
-    to_child_ = in[1];
+    {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      to_child_ = in[1];
+    }
     from_child_ = out[0];
     ::fcntl(from_child_, F_SETFL, ::fcntl(from_child_, F_GETFL) | O_NONBLOCK);
   }
 
-  // Closes the pipes and reaps the child (killing it first when `kill`). Returns its wait status.
+  void CloseToChild() {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    if (to_child_ >= 0) ::close(to_child_);
+    to_child_ = -1;
+  }
+
+  // Closes the pipes, reaps the child (killing it first when `kill`) and releases its leases. Returns its
+  // wait status.
   int Reap(bool kill) {
     int status = 0;
     if (pid_ > 0) {
       if (kill) ::kill(pid_, SIGKILL);
-      if (to_child_ >= 0) ::close(to_child_);
-      to_child_ = -1;
+      CloseToChild();
       while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
     }
-    if (to_child_ >= 0) ::close(to_child_);
+    ReleaseAll();
+    CloseToChild();
     if (from_child_ >= 0) ::close(from_child_);
-    to_child_ = from_child_ = -1;
+    from_child_ = -1;
     pid_ = -1;
     buffer_.clear();
     return status;
   }
 
   std::vector<std::string> argv_;
+  std::unique_ptr<DeviceGate> gate_;
   pid_t pid_ = -1;
-  int to_child_ = -1, from_child_ = -1;
+  std::mutex write_mu_;   // guards to_child_ and the frames written to it (slot thread and lease threads)
+  int to_child_ = -1;
+  int from_child_ = -1;
   std::string buffer_;
+  std::mutex lease_mu_;
+  std::map<int64_t, std::shared_ptr<LeaseRequest>> leases_;
 };
 
 class ThreadJobRunner final : public JobRunner {
  public:
-  explicit ThreadJobRunner(BodyFn body) : body_(std::move(body)) {}
+  ThreadJobRunner(BodyFn body, DeviceSlots& slots) : body_(std::move(body)), gate_(MakeSlotsGate(slots)) {}
   ~ThreadJobRunner() override { Kill(); }
 
   void Start(const Json& request) override {
     Kill();
     auto promise = std::make_shared<std::promise<Json>>();
     future_ = promise->get_future();
-    thread_ = std::jthread([body = body_, request, promise](std::stop_token stop) {
+    thread_ = std::jthread([body = body_, gate = gate_.get(), request, promise](std::stop_token stop) {
       TaskBodyContext ctx;
       ctx.queue = request.value("queue", "");
       ctx.stop = stop;
+      ctx.devices = gate;
       ctx.work_root = request.value("work_root", "");
       try {
         promise->set_value(AnswerFor(body(request["task"].get<std::string>(), request["args"], request["kwargs"], ctx)));
@@ -216,6 +312,10 @@ class ThreadJobRunner final : public JobRunner {
     return answer;
   }
 
+  void RequestStop() override {
+    if (thread_.joinable()) thread_.request_stop();
+  }
+
   void Kill() override {
     if (thread_.joinable()) {
       thread_.request_stop();
@@ -228,6 +328,7 @@ class ThreadJobRunner final : public JobRunner {
 
  private:
   BodyFn body_;
+  std::unique_ptr<DeviceGate> gate_;
   std::jthread thread_;
   std::future<Json> future_;
 };
@@ -272,12 +373,12 @@ Json AnswerFor(const TaskBodyResult& r) {
   return Json{{"result", r.result.value_or(nullptr)}};
 }
 
-std::unique_ptr<JobRunner> MakeChildJobRunner(std::vector<std::string> argv) {
-  return std::make_unique<ChildJobRunner>(std::move(argv));
+std::unique_ptr<JobRunner> MakeChildJobRunner(std::vector<std::string> argv, DeviceSlots& slots) {
+  return std::make_unique<ChildJobRunner>(std::move(argv), slots);
 }
 
-std::unique_ptr<JobRunner> MakeThreadJobRunner(BodyFn body) {
-  return std::make_unique<ThreadJobRunner>(std::move(body));
+std::unique_ptr<JobRunner> MakeThreadJobRunner(BodyFn body, DeviceSlots& slots) {
+  return std::make_unique<ThreadJobRunner>(std::move(body), slots);
 }
 
 }  // namespace kf::worker_internal

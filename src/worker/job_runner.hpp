@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernelfoundry/device_slots.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/worker.hpp"
 
@@ -27,6 +28,9 @@ class JobRunner {
   /// Waits up to `timeout` for the answer; nullopt while the job runs. A job process that died gives a
   /// failure answer (WorkerLostError naming the signal or exit code).
   virtual std::optional<Json> Wait(std::chrono::milliseconds timeout) = 0;
+  /// Asks the running job to stop (its stop_token: the running process tree is killed, no further phase
+  /// starts); the answer still comes through Wait. No-op when idle.
+  virtual void RequestStop() = 0;
   /// Kills the running job and everything it started; the next Start gets a fresh process. No-op when idle.
   virtual void Kill() = 0;
   /// Pid of the job process (0 for the in-process runner or before the first Start).
@@ -34,12 +38,16 @@ class JobRunner {
 };
 
 /// A runner with a persistent child process started from `argv` (spawned on the first Start and again
-/// after a Kill or a crash). The child gets a pipe on stdin (its lifeline) and one on stdout for answers.
-std::unique_ptr<JobRunner> MakeChildJobRunner(std::vector<std::string> argv);
+/// after a Kill or a crash). The child gets a pipe on stdin (its lifeline; also stop requests and lease
+/// grants) and one on stdout (answers, lease requests and releases). Its device leases are taken from
+/// `slots` (which must outlive the runner) on threads of the runner, and all released when the job ends,
+/// is killed or its process dies.
+std::unique_ptr<JobRunner> MakeChildJobRunner(std::vector<std::string> argv, DeviceSlots& slots);
 
 using BodyFn = std::function<TaskBodyResult(std::string_view, const Json&, const Json&, const TaskBodyContext&)>;
-/// A runner that calls `body` on a thread; Kill asks it to stop (stop_token) and waits for it.
-std::unique_ptr<JobRunner> MakeThreadJobRunner(BodyFn body);
+/// A runner that calls `body` on a thread with a DeviceGate over `slots` in its context; RequestStop
+/// requests its stop_token, Kill requests it and waits for the thread.
+std::unique_ptr<JobRunner> MakeThreadJobRunner(BodyFn body, DeviceSlots& slots);
 
 /// Frames between the worker and its child: 8-byte little-endian length, then msgpack.
 /// Writes a whole frame (blocking). Returns false when the reader is gone (EPIPE).

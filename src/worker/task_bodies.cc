@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <future>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "kernelfoundry/error.hpp"
@@ -14,6 +17,7 @@
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/worker.hpp"
 #include "kernelfoundry/worker_info.hpp"
+#include "worker/gated_harness.hpp"
 #include "worker/job_runner.hpp"
 
 namespace kf {
@@ -53,19 +57,61 @@ Task DecodeTaskArg(const Json& args) {
   return Task::Decode(args[0]);
 }
 
+// The harness a body runs: the context's (tests) or the task's, behind the worker's device gate when there is
+// one. With a gate, the stages get a private DeviceSlots (the gate does the cross-job exclusion; taking the
+// same shared slots twice could deadlock behind a waiting writer).
+struct BodyHarness {
+  std::unique_ptr<Harness> own;
+  std::optional<worker_internal::GatedHarness> gated;
+  DeviceSlots private_slots;
+  const Harness* harness = nullptr;
+
+  BodyHarness(const Task& task, const TaskBodyContext& ctx, EvaluateOptions& options) {
+    harness = ctx.harness;
+    if (harness == nullptr) {
+      own = MakeHarness(task);
+      harness = own.get();
+    }
+    if (ctx.devices != nullptr) {
+      gated.emplace(*harness, *ctx.devices);
+      harness = &*gated;
+      options.slots = &private_slots;
+    }
+  }
+};
+
+// {"kf_verdict": {status, detail}} added to a result's output_data (see RunTaskBody).
+void AddVerdict(std::optional<ProcessResult>& pr, const std::optional<Classification>& verdict) {
+  if (!pr || !verdict) return;
+  if (!pr->output_data || !pr->output_data->is_object()) pr->output_data = Json::object();
+  (*pr->output_data)["kf_verdict"] =
+      Json{{"status", std::string(EvalStatusName(verdict->status))}, {"detail", verdict->detail}};
+}
+
 Json Build(const Json& args, const TaskBodyContext& ctx) {
   Task task = DecodeTaskArg(args);
   const std::string arch_list = JoinArchs(ConfigArchs(task));
-  std::unique_ptr<Harness> harness = MakeHarness(task);
+  const HarnessDescriptor& kind = HarnessDescriptorFor(task.config, "encoded task");
   const bool test_custom = ConfigBool(task.config, "test_custom", true);
   const bool test_reference = ConfigBool(task.config, "test_reference", true);
-  const bool build_candidate =
-      task.has_build_step && (test_custom || (test_reference && harness->ReferenceUsesCandidateBuild()));
-  const bool build_reference = task.has_reference_build_step && test_reference;
   EvaluateOptions options;
   options.work_root = ctx.work_root;
   options.stop = ctx.stop;
-  RunBuildStage(*harness, task, build_candidate, build_reference, arch_list, options);
+  BodyHarness h(task, ctx, options);
+  BuildPlan plan;
+  plan.candidate = task.has_build_step && (test_custom || (test_reference && kind.reference_uses_candidate_build));
+  plan.reference = task.has_reference_build_step && test_reference;
+  plan.arch_list = arch_list;
+  BuildStageResult r = RunBuildStage(*h.harness, task, plan, options);
+  // A failed build says how its process ended (kf clients read it instead of parsing the message).
+  auto annotate = [](const std::optional<BuildRun>& run, std::optional<BuildResult>& stored) {
+    if (!run || !stored || stored->Ok() || !stored->result) return;
+    ProcessResult& pr = *stored->result;
+    if (!pr.output_data || !pr.output_data->is_object()) pr.output_data = Json::object();
+    (*pr.output_data)["kf_termination"] = TerminationReasonName(run->reason);
+  };
+  annotate(r.candidate, task.build_result);
+  annotate(r.reference, task.build_result_reference);
   return task.Encode();
 }
 
@@ -83,12 +129,23 @@ Json Test(const Json& args, const TaskBodyContext& ctx) {
   std::vector<TestVariant> variants = MakeTestVariants(task, test_custom, test_reference);
   Json out = Json::object();
   if (variants.empty()) return out;
-  std::unique_ptr<Harness> harness = MakeHarness(task);
   EvaluateOptions options;
   options.work_root = ctx.work_root;
   options.stop = ctx.stop;
-  TestStageResult r = RunTestStage(*harness, task, variants, archs, options);
-  for (const auto& [key, result] : r.merged) out[key] = result.Encode();
+  BodyHarness h(task, ctx, options);
+  TestStageResult r = RunTestStage(*h.harness, task, variants, archs, options);
+  for (const TestVariant& v : variants) {
+    std::vector<std::pair<std::string, TestResult>> per_arch;
+    for (auto& [arch, runs] : r.per_arch) {
+      for (auto& [key, run] : runs) {
+        if (key != v.key) continue;
+        AddVerdict(run.result.correctness_result, run.correctness);
+        AddVerdict(run.result.performance_result, run.performance);
+        per_arch.emplace_back(arch, run.result);
+      }
+    }
+    if (!per_arch.empty()) out[v.key] = TestResult::Merge(per_arch).Encode();
+  }
   return out;
 }
 
@@ -138,22 +195,93 @@ TaskBodyResult RunTaskBody(std::string_view task_name, const Json& args, const J
   return out;
 }
 
-int RunWorkerChild() {
+namespace {
+
+// The job process's side of the worker's device gate: lease requests go to the worker as frames on the
+// answer pipe, grants come back on stdin (read by RunWorkerChild's loop, which calls Granted).
+class ChildGate final : public DeviceGate {
+ public:
+  ChildGate(int fd, std::mutex& write_mu) : fd_(fd), write_mu_(write_mu) {}
+
+  std::unique_ptr<Lease> Acquire(DeviceUse use, const std::string& arch, const std::stop_token& stop) override {
+    auto promise = std::make_shared<std::promise<void>>();
+    std::future<void> granted = promise->get_future();
+    int64_t id = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      id = ++next_;
+      pending_[id] = promise;
+    }
+    Send(Json{{"lease", Json{{"id", id}, {"use", DeviceUseName(use)}, {"arch", arch}}}});
+    while (granted.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+      if (!stop.stop_requested()) continue;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        pending_.erase(id);
+      }
+      Send(Json{{"release", id}});  // the worker drops the request (or the grant that crossed it)
+      return nullptr;
+    }
+    return std::make_unique<Held>(*this, id);
+  }
+
+  /// A {"granted": id} frame from the worker.
+  void Granted(int64_t id) {
+    std::shared_ptr<std::promise<void>> p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;  // given up already; its release is on the way
+      p = std::move(it->second);
+      pending_.erase(it);
+    }
+    p->set_value();
+  }
+
+ private:
+  struct Held final : Lease {
+    Held(ChildGate& g, int64_t i) : gate(g), id(i) {}
+    ~Held() override { gate.Send(Json{{"release", id}}); }
+    ChildGate& gate;
+    int64_t id;
+  };
+  void Send(const Json& frame) {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    (void)worker_internal::WriteFrame(fd_, frame);
+  }
+
+  int fd_;
+  std::mutex& write_mu_;
+  std::mutex mu_;
+  int64_t next_ = 0;
+  std::map<int64_t, std::shared_ptr<std::promise<void>>> pending_;
+};
+
+}  // namespace
+
+int RunWorkerChild(const Harness* harness) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::signal(SIGPIPE, SIG_IGN);
   // Answers go to the original stdout; anything else printed by this process goes to stderr.
   const int answers = ::dup(1);
   ::dup2(2, 1);
+  std::mutex write_mu;
+  ChildGate gate(answers, write_mu);
   std::thread([] { GetWorkerInfo(); }).detach();  // gathered once per process; warm it before the first job
   while (true) {
     std::optional<Json> request = worker_internal::ReadFrame(0);
     if (!request) return 0;  // the worker closed the lifeline while idle
+    if (!request->is_object() || !request->contains("task")) continue;  // a stop or grant that came too late
     const int done = ::eventfd(0, EFD_CLOEXEC);
+    std::stop_source stop;
     Json answer;
     std::thread job([&] {
       TaskBodyContext ctx;
       ctx.queue = request->value("queue", "");
       ctx.work_root = request->value("work_root", "");
+      ctx.stop = stop.get_token();
+      ctx.devices = &gate;
+      ctx.harness = harness;
       answer = worker_internal::AnswerFor(
           RunTaskBody((*request)["task"].get<std::string>(), (*request)["args"], (*request)["kwargs"], ctx));
       const uint64_t one = 1;
@@ -163,14 +291,26 @@ int RunWorkerChild() {
       pollfd p[2] = {{0, POLLIN, 0}, {done, POLLIN, 0}};
       if (::poll(p, 2, -1) <= 0) continue;
       if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-        // The worker never writes during a job: this is its death (EOF). Die too; the runners' shepherds
-        // see us go and kill the candidate's process trees.
-        ::_exit(137);
+        std::optional<Json> frame;
+        try {
+          frame = worker_internal::ReadFrame(0);
+        } catch (const Error&) {
+        }
+        // EOF (or a torn frame): the worker died. Die too; the runners' shepherds see us go and kill the
+        // candidate's process trees.
+        if (!frame) ::_exit(137);
+        if (frame->contains("granted") && (*frame)["granted"].is_number_integer()) {
+          gate.Granted((*frame)["granted"].get<int64_t>());
+        } else if (frame->contains("stop")) {
+          stop.request_stop();
+        }
+        continue;
       }
       if (p[1].revents & POLLIN) break;
     }
     job.join();
     ::close(done);
+    std::lock_guard<std::mutex> lock(write_mu);
     if (!worker_internal::WriteFrame(answers, answer)) return 0;
   }
 }

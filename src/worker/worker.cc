@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "kernelfoundry/device_slots.hpp"
 #include "kernelfoundry/error.hpp"
 #include "worker/job_runner.hpp"
 #include "worker/worker_impl.hpp"
@@ -69,12 +70,14 @@ celery::ContentType ReplyTypeFor(const Message&) { return celery::ContentType::k
 class Slot {
  public:
   Slot(Worker::Impl& w, int index) : w_(w), index_(index) {
+    DeviceSlots& devices = w.o.device_slots ? *w.o.device_slots : ProcessDeviceSlots();
     if (w.o.run_in_process) {
-      runner_ = worker_internal::MakeThreadJobRunner(w.o.body ? w.o.body : worker_internal::BodyFn(RunTaskBody));
+      runner_ = worker_internal::MakeThreadJobRunner(w.o.body ? w.o.body : worker_internal::BodyFn(RunTaskBody),
+                                                     devices);
     } else {
       std::vector<std::string> argv = w.o.child_argv;
       if (argv.empty()) argv = {"/proc/self/exe", "worker-child"};
-      runner_ = worker_internal::MakeChildJobRunner(std::move(argv));
+      runner_ = worker_internal::MakeChildJobRunner(std::move(argv), devices);
     }
   }
 
@@ -267,6 +270,14 @@ class Slot {
       PutBack(b, d, prior);
       return;
     }
+    if (w_.RevokedState(m.id)) {
+      // Revoked (remote control) before it reached us: Celery answers REVOKED "revoked" and drops it.
+      JobRecord rec = MakeRecord(m, d, delivery);
+      rec.status = std::string(celery::kRevoked);
+      rec.result = celery::ExceptionInfo("TaskRevokedError", "revoked", "celery.exceptions");
+      Finish(b, d, m, rec, true);
+      return;
+    }
     if (!IsRegisteredTask(m.task)) {
       w_.Log(fmt::format("slot {}: unknown task '{}' ({}); rejected", index_, m.task, m.id));
       celery::TaskResult r{m.id, std::string(celery::kFailure), celery::ExceptionInfo("NotRegistered", m.task, "celery.exceptions"),
@@ -363,6 +374,17 @@ class Slot {
     }
     const Clock::time_point t0 = Clock::now();
     std::optional<Json> answer;
+    // A job asked to stop cooperatively (soft time limit, revoke with terminate) ends with this outcome,
+    // whatever it returns; it is killed when it has not ended after cancel_grace.
+    std::optional<std::pair<std::string, Json>> canceled;   // (status, exception dict)
+    Clock::time_point canceled_at{};
+    auto cancel = [&](std::string status, Json exc, const std::string& why) {
+      canceled.emplace(std::move(status), std::move(exc));
+      canceled_at = Clock::now();
+      runner_->RequestStop();
+      ++w_.stats.canceled;
+      w_.Log(fmt::format("slot {}: {} {}: {}; asked the job to stop", index_, ShortName(m.task), m.id, why));
+    };
     while (!answer) {
       answer = runner_->Wait(milliseconds(200));
       if (answer) break;
@@ -385,9 +407,20 @@ class Slot {
         answer = Json{{"failure", Json{{"exc_type", type}, {"exc_module", "celery.exceptions"}, {"message", text}}}};
       };
       if (m.hard_time_limit && *m.hard_time_limit > 0 && elapsed > *m.hard_time_limit) {
+        canceled.reset();  // the hard limit wins: the job is killed
         fail("TimeLimitExceeded", fmt::format("{:g}", *m.hard_time_limit));
-      } else if (m.soft_time_limit && *m.soft_time_limit > 0 && elapsed > *m.soft_time_limit) {
-        fail("SoftTimeLimitExceeded", fmt::format("SoftTimeLimitExceeded({:g})", *m.soft_time_limit));
+      } else if (!canceled && m.soft_time_limit && *m.soft_time_limit > 0 && elapsed > *m.soft_time_limit) {
+        const std::string text = fmt::format("SoftTimeLimitExceeded({:g})", *m.soft_time_limit);
+        cancel(std::string(celery::kFailure), celery::ExceptionInfo("SoftTimeLimitExceeded", text, "celery.exceptions"),
+               fmt::format("soft time limit of {:g} s", *m.soft_time_limit));
+      } else if (!canceled && w_.RevokedState(m.id).value_or(false)) {
+        cancel(std::string(celery::kRevoked), celery::ExceptionInfo("TaskRevokedError", "terminated", "celery.exceptions"),
+               "revoked with terminate");
+      } else if (canceled && Clock::now() - canceled_at > w_.o.cancel_grace) {
+        runner_->Kill();
+        w_.Log(fmt::format("slot {}: {} {} did not stop within {:.1f} s; killed", index_, ShortName(m.task), m.id,
+                           std::chrono::duration<double>(w_.o.cancel_grace).count()));
+        answer = Json{{"canceled", true}};
       } else if (w_.stopping &&
                  (w_.immediate || Clock::now() - w_.stop_requested_at > w_.o.stop_grace)) {
         runner_->Kill();
@@ -397,7 +430,10 @@ class Slot {
       }
     }
     rec.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (answer->contains("result")) {
+    if (canceled) {
+      rec.status = canceled->first;
+      rec.result = canceled->second;
+    } else if (answer->contains("result")) {
       rec.status = std::string(celery::kSuccess);
       rec.result = std::move((*answer)["result"]);
     } else {

@@ -2,6 +2,7 @@
 // <node>.celery.pidbox (bound to the fanout exchange celery.pidbox) and answering on reply.celery.pidbox.
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include <fmt/format.h>
@@ -20,11 +21,75 @@ double EpochNow() {
          1e6;
 }
 
+// Celery's task_id argument: one id or a list of them.
+std::vector<std::string> TaskIds(const Json& arguments) {
+  std::vector<std::string> ids;
+  const Json& v = arguments.contains("task_id") ? arguments["task_id"] : Json(nullptr);
+  if (v.is_string()) ids.push_back(v.get<std::string>());
+  if (v.is_array()) {
+    for (const Json& id : v) {
+      if (id.is_string()) ids.push_back(id.get<std::string>());
+    }
+  }
+  return ids;
+}
+
+std::string JoinIds(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const std::string& id : ids) out += (out.empty() ? "" : ", ") + id;
+  return out;
+}
+
 }  // namespace
+
+void Worker::Impl::Revoke(const std::vector<std::string>& ids, bool terminate) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (const std::string& id : ids) {
+    auto [it, inserted] = revoked.emplace(id, terminate);
+    if (!inserted) {
+      it->second = it->second || terminate;
+      continue;
+    }
+    revoked_order.push_back(id);
+    if (revoked_order.size() > kMaxRevoked) {
+      revoked.erase(revoked_order.front());
+      revoked_order.pop_front();
+    }
+  }
+}
+
+std::optional<bool> Worker::Impl::RevokedState(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = revoked.find(id);
+  if (it == revoked.end()) return std::nullopt;
+  return it->second;
+}
 
 Json Worker::Impl::ControlAnswer(const celery::ControlRequest& request) {
   const std::string& method = request.method;
   if (method == "ping") return Json{{"ok", "pong"}};
+  if (method == "revoke" || method == "terminate") {
+    // Celery's revoke(task_id, terminate, signal) and terminate(signal, task_id). A running job is asked to
+    // stop (its slot notices within 200 ms); any signal name is accepted and means "stop".
+    const std::vector<std::string> ids = TaskIds(request.arguments);
+    const bool terminate = method == "terminate" || request.arguments.value("terminate", false);
+    Revoke(ids, terminate);
+    Log(fmt::format("remote control: {} {}{}", method, JoinIds(ids), terminate ? " (terminate)" : ""));
+    if (!terminate) return Json{{"ok", fmt::format("tasks {} flagged as revoked", JoinIds(ids))}};
+    std::vector<std::string> running;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& [slot, job] : active) {
+        if (std::find(ids.begin(), ids.end(), job.id) != ids.end()) running.push_back(job.id);
+      }
+    }
+    if (running.empty()) return Json{{"ok", "terminate: tasks unknown"}};
+    return Json{{"ok", "terminate: " + JoinIds(running)}};
+  }
+  if (method == "revoked") {
+    std::lock_guard<std::mutex> lock(mu);
+    return Json(std::vector<std::string>(revoked_order.begin(), revoked_order.end()));
+  }
   if (method == "active_queues") {
     Json queues = Json::array();
     for (const std::string& q : o.queues) queues.push_back(celery::QueueAsDict(q));

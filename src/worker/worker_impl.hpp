@@ -4,10 +4,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "kernelfoundry/celery.hpp"
 #include "kernelfoundry/worker.hpp"
@@ -39,6 +42,16 @@ struct Worker::Impl {
   std::map<int, ActiveJob> active;      ///< by slot
   std::set<std::string> completed_after_loss;   ///< ids whose reply went out after a reconnect
   std::map<std::string, int64_t> totals;        ///< finished jobs per task name (stats)
+  /// Revoked task ids (remote control revoke), true when terminate was asked; the oldest are forgotten
+  /// beyond kMaxRevoked (Celery keeps 50000 too).
+  std::map<std::string, bool> revoked;
+  std::deque<std::string> revoked_order;
+  static constexpr size_t kMaxRevoked = 50000;
+
+  /// Remembers revoked ids (thread-safe).
+  void Revoke(const std::vector<std::string>& ids, bool terminate);
+  /// nullopt when `id` is not revoked; else whether terminate was asked (thread-safe).
+  std::optional<bool> RevokedState(const std::string& id);
 
   void Log(const std::string& line);
   /// Sleeps up to `d`, returning early (true) when a stop is requested.

@@ -218,6 +218,21 @@ TEST(CeleryControl, RequestAndReplyRoundTrip) {
   EXPECT_EQ(back.data["ok"], "pong");
 }
 
+TEST(CeleryControl, ARevokeWantsNoReplyAndNeverExpires) {
+  // As app.control.revoke(ids, terminate=True) sends it: no ticket, no reply_to, expires 0.
+  Message req = celery::EncodeControlRequest(
+      "revoke", Json{{"task_id", Json::array({"id-1", "id-2"})}, {"terminate", true}, {"signal", "SIGTERM"}}, "", "", 0, 3);
+  Json body = celery::DeserializeBody(req.body, req.properties.content_type);
+  EXPECT_FALSE(body.contains("ticket"));
+  EXPECT_FALSE(body.contains("reply_to"));
+  EXPECT_EQ(body["arguments"]["task_id"], Json::array({"id-1", "id-2"}));
+  EXPECT_EQ(req.properties.headers["expires"], 0);
+  celery::ControlRequest r = celery::DecodeControlRequest(req);
+  EXPECT_EQ(r.method, "revoke");
+  EXPECT_TRUE(r.reply_exchange.empty());
+  EXPECT_TRUE(celery::ControlRequestIsFor(r, "kf@a", 4e9));
+}
+
 TEST(CeleryTime, IsoTimesAsCeleryWritesThem) {
   EXPECT_DOUBLE_EQ(celery::ParseIsoTime("1970-01-01T00:00:10+00:00"), 10);
   EXPECT_DOUBLE_EQ(celery::ParseIsoTime("1970-01-01T01:00:10.5+01:00"), 10.5);

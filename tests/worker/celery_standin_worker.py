@@ -1,6 +1,7 @@
 """A small Python Celery worker standing in for the reference's: it registers the reference's task names
 (build_custom_task, test_custom_task, test_sleep) with the reference's app settings (msgpack, rpc://,
-track_started) and runs each body with `kf celery-task` in a subprocess. Used by
+track_started) and runs each body with `kf celery-task` in a subprocess, returning text-only results as the
+reference's workers do (kf's output_data extensions removed). Used by
 tests/worker/farm_e2e_test.cc to show that `kf run --broker` works against a Python Celery farm.
 
 usage: KF_BIN=/path/to/kf /usr/bin/python3 celery_standin_worker.py BROKER_URL QUEUES NODE_NAME
@@ -22,6 +23,24 @@ app = Celery("tasks", broker=broker, backend="rpc://")
 app.conf.update(task_serializer="msgpack", result_serializer="msgpack", accept_content=["msgpack", "json"])
 
 
+def strip_kf_extensions(value):
+    """Removes kf's own keys from every output_data (kf_verdict, kf_termination): the reference's workers
+    send text only, and so does this stand-in, so that kf's client classifies the results from their text."""
+    if isinstance(value, dict):
+        data = value.get("output_data")
+        if isinstance(data, dict):
+            for key in [k for k in data if k.startswith("kf_")]:
+                del data[key]
+            if not data:
+                value["output_data"] = None
+        for v in value.values():
+            strip_kf_extensions(v)
+    elif isinstance(value, list):
+        for v in value:
+            strip_kf_extensions(v)
+    return value
+
+
 def run_kf(name, args, queue):
     with tempfile.TemporaryDirectory(prefix="kf_standin_") as tmp:
         args_path = os.path.join(tmp, "args.json")
@@ -36,7 +55,7 @@ def run_kf(name, args, queue):
     if doc["status"] != "SUCCESS":
         exc = doc["result"]
         raise RuntimeError(f"{exc['exc_type']}: {exc['exc_message'][0]}")
-    return doc["result"]
+    return strip_kf_extensions(doc["result"])
 
 
 @app.task(name=BUILD, bind=True, track_started=True)

@@ -3,11 +3,14 @@
 // omp_reduction task with private queue names per test:
 //  * a Python Celery client configured like the reference finds kf worker (inspect().active_queues()) and
 //    gets build/test/test_sleep results in the reference's shapes;
-//  * `kf run --broker` gets correct verdicts from a Python Celery worker that runs kf inside;
+//  * `kf run --broker` gets correct verdicts from a Python Celery worker that runs kf inside (text-only
+//    results, classified as the reference's are);
 //  * SIGKILL of a worker in the middle of a test: its job tree dies, a second worker completes the
 //    redelivered job, one COMPLETE job;
 //  * a poison task (its build kills the worker) fails with WorkerLostError after 3 deliveries and the farm
 //    keeps serving;
+//  * Ctrl-C of `kf run --broker` revokes its test (terminate): the worker stops the job, the verdict is
+//    canceled;
 //  * (Slow) 2 workers × 40 mixed candidates through `kf submit`: 40 verdicts, none lost or duplicated.
 #include <signal.h>
 #include <sys/wait.h>
@@ -197,6 +200,42 @@ TEST_F(FarmE2E, SigkillMidTestRedeliversToASecondWorker) {
   EXPECT_EQ(worker_db->GetJob(1)["status"], "COMPLETE");
   EXPECT_EQ(worker_db->GetJob(2)["status"], "COMPLETE");
   testing::ExpectError(ErrorKind::kNotFound, [&] { worker_db->GetJob(3); });
+}
+
+TEST_F(FarmE2E, CtrlCOfKfRunRevokesItsTestAndTheWorkerStopsTheJob) {
+  const fs::path work = dir_.path() / "work_cancel";
+  fs::create_directories(work);
+  Proc worker = StartKfWorker(broker_, {build_q_, test_q_}, "cancel-" + tag_ + "@%h", dir_.path(),
+                              {"--work-root", work.string()});
+  ASSERT_TRUE(worker.WaitForLog("consuming", 30)) << worker.Log();
+  const fs::path cand = WriteCandidate("hang.cpp", OmpCandidate("hang"));
+  Proc client({KfBin().string(), "run", task_.string(), "--candidate", cand.string(), "--broker", broker_, "--db",
+               (dir_.path() / "client.sqlite3").string(), "--json", (dir_.path() / "out.json").string()},
+              dir_.path() / "client.log");
+  ASSERT_TRUE(worker.WaitForLog("from " + test_q_ + " (delivery 1) started", 180)) << worker.Log() << client.Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the hanging test runs
+  ASSERT_FALSE(PidsWorkingUnder(work).empty());
+  const auto t0 = Clock::now();
+  client.Signal(SIGINT);
+  const int rc = client.Wait(30);
+  ASSERT_GE(rc, 0) << client.Log();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10)) << client.Log();
+  EXPECT_EQ(WEXITSTATUS(rc), 1) << client.Log();
+  Json out = ParseJson(ReadFile(dir_.path() / "out.json"), "out.json");
+  EXPECT_EQ(out["status"], "canceled") << out["status_detail"];
+  EXPECT_NE(client.Log().find("revoked 1 task id(s)"), std::string::npos) << client.Log();
+  // The worker stops the job (its process tree is gone long before the 20 s test timeout) and goes on.
+  ASSERT_TRUE(worker.WaitForLog("REVOKED", 15)) << worker.Log();
+  EXPECT_NE(worker.Log().find("revoked with terminate; asked the job to stop"), std::string::npos) << worker.Log();
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!PidsWorkingUnder(work).empty() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(PidsWorkingUnder(work).empty()) << "the canceled test still runs";
+  int rc2 = -1;
+  std::string again = KfRun(task_, WriteCandidate("fast.cpp", OmpCandidate("fast")), dir_.path() / "client.sqlite3",
+                            dir_.path() / "after.json", &rc2);
+  EXPECT_EQ(rc2, 0) << again;
+  worker.Signal(SIGTERM);
+  worker.Wait(30);
 }
 
 TEST_F(FarmE2E, PoisonTaskFailsAfterMaxDeliveriesAndTheFarmKeepsServing) {
