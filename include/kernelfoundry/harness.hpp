@@ -128,6 +128,12 @@ struct TestRequest {
   std::map<std::string, std::string> env;
   OutputLineFn on_line;
   std::stop_token stop;             ///< cancellation: kills the run's process tree
+  /// Performance runs only: time `variant` against this reference variant in the same process, interleaved
+  /// (paired timing, paired.hpp). nullopt: the variant is timed alone.
+  std::optional<TestVariant> paired_with;
+  /// Paired timing options (kernelfoundry.paired.DEFAULTS keys: budget_s, target_rel_half_width, …) from
+  /// config eval_config.timing; an object.
+  Json timing_options = Json::object();
 };
 
 /// The result of one correctness or performance run.
@@ -142,6 +148,14 @@ struct PhaseRun {
   Classification verdict;
   TerminationReason reason = TerminationReason::kExited;
   double wall_s = 0;
+  /// A paired performance run: the reference side of the same run (output_data {"runtimes": …}) and its
+  /// verdict; nullopt otherwise.
+  std::optional<ProcessResult> reference_result;
+  std::optional<Classification> reference_verdict;
+  /// A paired performance run: {"paired": {benchmark: record}, "conditions": {…}} as the test run reported it
+  /// (records: speedup, ci, rounds, status, detail, per-round samples; see kernelfoundry/paired.py); null
+  /// otherwise. Benchmarks the run could not pair have "paired": false.
+  Json timing = nullptr;
 };
 
 /// The interface every harness implements. Stateless; thread-safe.

@@ -135,7 +135,8 @@ class NativeHarness final : public Harness {
   static std::string SdkSources() {
     fs::path src = fs::path(KF_SOURCE_DIR) / "src";
     std::string out;
-    for (const char* f : {"measure/measure.cc", "measure/stats.cc", "measure/round.cc", "core/error.cc"}) {
+    for (const char* f : {"measure/measure.cc", "measure/paired.cc", "measure/stats.cc", "measure/round.cc",
+                          "core/error.cc"}) {
       out += (out.empty() ? "" : " ") + (src / f).string();
     }
     return out;
@@ -146,7 +147,13 @@ class NativeHarness final : public Harness {
     const std::string exe = TestExecutable();
     ProcessOptions o = TestProcessOptions(req);
     o.argv = {(req.task_dir / exe).string(), "--kf-run", std::string("--kf-select=") + select};
-    if (req.variant.reference) o.argv.push_back("--kf-ref");
+    const bool paired = std::string_view(select) == "performance" && req.paired_with.has_value();
+    if (paired) {
+      o.argv.push_back("--kf-paired");
+      o.argv.push_back("--kf-paired-options=" + DumpJson(req.timing_options));
+    } else if (req.variant.reference) {
+      o.argv.push_back("--kf-ref");
+    }
     if (req.runtime_params.is_object() && !req.runtime_params.empty()) {
       o.argv.push_back("--kf-runtime-params=" + DumpJson(req.runtime_params));
     }
@@ -171,7 +178,8 @@ class NativeHarness final : public Harness {
       if (report->skipped_reason) out.result.message = JoinNotes(out.result.message, "skipped: " + *report->skipped_reason);
       if (std::string_view(select) == "performance") {
         out.verdict = RequireRuntimes(out.verdict, *report, req.expected_tests, [](const std::string& n) { return n; });
-        if (out.verdict.status == EvalStatus::kCorrect) {
+        if (paired && out.verdict.status == EvalStatus::kCorrect) FillPairedRun(*report, &out);
+        if (out.verdict.status == EvalStatus::kCorrect || out.timing.is_object()) {
           out.result.output_data = Json{{"runtimes", report->runtimes}};
         } else if (out.verdict.status == EvalStatus::kNoMeasurement) {
           out.result.returncode = -1;
