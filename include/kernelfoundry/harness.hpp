@@ -72,7 +72,8 @@ const char* PhaseName(Phase phase);
 /// at the end.
 struct PhaseEvent {
   Phase phase = Phase::kCorrectness;
-  std::string variant;         ///< "custom", "custom_16_32", "reference" (builds: "custom" / "reference")
+  std::string variant;         ///< "custom", "custom_16_32", "reference", a paired timing run "custom+reference"
+                               ///< (builds: "custom" / "reference")
   std::string gpu_arch;        ///< the arch tested (builds: the normalised arch list)
   bool finished = false;       ///< false: the phase starts now
   bool ok = false;             ///< when finished: the phase succeeded

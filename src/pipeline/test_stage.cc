@@ -125,7 +125,9 @@ Json LoadAverage() {
 // Emits the start and end events of one test phase around `run`.
 PhaseRun RunPhase(const EvaluateOptions& options, Phase phase, const TestRequest& req,
                   const std::function<PhaseRun()>& run) {
-  if (options.progress) options.progress(PhaseEvent{phase, req.variant.key, req.gpu_arch, false, false, 0, ""});
+  // A paired run times both variants in one process: its events name both ("custom+reference").
+  const std::string who = req.paired_with ? req.variant.key + "+" + req.paired_with->key : req.variant.key;
+  if (options.progress) options.progress(PhaseEvent{phase, who, req.gpu_arch, false, false, 0, ""});
   PhaseRun out = run();
   if (options.progress) {
     // A correct-family verdict (noisy included) is a passed phase; its detail still shows.
@@ -135,7 +137,7 @@ PhaseRun RunPhase(const EvaluateOptions& options, Phase phase, const TestRequest
       note = std::string(EvalStatusName(out.verdict.status)) +
              (out.verdict.detail.empty() ? "" : ": " + out.verdict.detail);
     }
-    options.progress(PhaseEvent{phase, req.variant.key, req.gpu_arch, true, ok, out.wall_s, note});
+    options.progress(PhaseEvent{phase, who, req.gpu_arch, true, ok, out.wall_s, note});
   }
   return out;
 }
