@@ -1,0 +1,82 @@
+// The seam between the backend-neutral SqlStore (every Store method written once, in portable SQL) and a
+// database driver (SQLite: sqlite_store.cc, PostgreSQL: postgres_store.cc). A driver runs parameterised SQL
+// with typed values and converts result cells back to kf::Json by the expected column type; it also supplies
+// the few dialect differences (parameter syntax, string search, row locks). Not thread-safe: SqlStore
+// serialises all calls.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernelfoundry/json.hpp"
+#include "store/schema.hpp"
+
+namespace kf::store {
+
+/// One parameter: a value already normalised by CheckValue for `type` (null = SQL NULL).
+struct SqlParam {
+  ColumnType type;
+  Json value;
+};
+
+/// One result row: one Json per selected expression, converted by the expected types given to Query.
+using SqlRow = std::vector<Json>;
+
+class SqlConnection {
+ public:
+  virtual ~SqlConnection() = default;
+
+  /// The placeholder of parameter `index` (1-based): "?1" (SQLite) or "$1" (PostgreSQL).
+  virtual std::string Placeholder(int index) const = 0;
+  /// SQL for the 1-based position of `needle` in `haystack` (0 when absent): instr() or strpos().
+  virtual std::string StrPos(std::string_view haystack, std::string_view needle) const = 0;
+  /// The LIMIT value that means "no limit": -1 (SQLite) or null (PostgreSQL).
+  virtual Json NoLimit() const = 0;
+  /// Appended to a SELECT inside a write transaction to lock the selected rows ("" or " FOR UPDATE").
+  virtual std::string_view ForUpdate() const = 0;
+
+  /// Starts a write transaction (SQLite: BEGIN IMMEDIATE, which takes the write lock at once).
+  virtual void Begin() = 0;
+  virtual void Commit() = 0;
+  /// Rolls back the open transaction; never throws (a failure leaves the backend to roll back).
+  virtual void Rollback() noexcept = 0;
+
+  /// Runs `sql` with `params` bound in order and returns every row, cell i converted as `result_types[i]`
+  /// (extra cells come back as strings). Throws kf::Error (file = Name(); kInvalidArgument for constraint
+  /// and data errors, kIO for locks, read-only and connection failures).
+  virtual std::vector<SqlRow> Query(const std::string& sql, const std::vector<SqlParam>& params,
+                                    const std::vector<ColumnType>& result_types) = 0;
+
+  /// The database for messages: the SQLite file path or the redacted URL.
+  virtual const std::string& Name() const = 0;
+};
+
+/// Begin() now, Rollback() on destruction unless Commit() was reached.
+class WriteTransaction {
+ public:
+  explicit WriteTransaction(SqlConnection& conn) : conn_(conn) { conn_.Begin(); }
+  ~WriteTransaction() {
+    if (open_) conn_.Rollback();
+  }
+  WriteTransaction(const WriteTransaction&) = delete;
+  WriteTransaction& operator=(const WriteTransaction&) = delete;
+  void Commit() {
+    conn_.Commit();
+    open_ = false;
+  }
+
+ private:
+  SqlConnection& conn_;
+  bool open_ = true;
+};
+
+/// Our status of a kernels row as SQL (see store.hpp): the word after "kf status: " on eval_log's first
+/// line, NULL when eval_log does not start with it. `column` is the (qualified, quoted) eval_log column.
+/// The same text is used in the expression index, so queries must use this function unchanged.
+std::string KfStatusSql(const SqlConnection& conn, std::string_view column);
+
+/// CREATE INDEX IF NOT EXISTS statements of the kf_ix_* indexes for `conn`'s dialect.
+std::vector<std::string> IndexStatements(const SqlConnection& conn);
+
+}  // namespace kf::store
