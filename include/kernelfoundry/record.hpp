@@ -47,7 +47,7 @@ struct LoadForRunOptions {
   /// test names. Encoded tasks carry their test lists.
   bool discover_tests = true;
   /// Directory of the discovery cache; empty = $KF_CACHE_DIR or ~/.cache/kernelfoundry.
-  std::filesystem::path cache_dir;
+  std::filesystem::path cache_dir{};
   /// The name used in errors for JSON text passed instead of a path (e.g. "<stdin>").
   std::string json_source = "<task json>";
 };
@@ -80,15 +80,12 @@ std::string NewUuid4();
 
 /// The `kernels` row of an evaluation (spec §5.6 mapping from EvalResult): uuid, task_name, job_name,
 /// status (the reference's string), score, runtime (ms), improve_over_native/_compile, runtime_stats (null
-/// when empty), template_results, eval_log (first line "kf status: <status>[ (<detail>)]", then the log),
+/// when empty), template_results, eval_log (first line "kf status: <status>[ (<detail>)]", then the log;
+/// kf::ParseKfStatus reads it back),
 /// gpu_arch (the archs joined by ","), eval/compile worker_info, profiler columns, config, task_id, job_id,
 /// input_code (the task's EVOLVE block), output_code (the evaluated EVOLVE content), input/output_language.
 Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string& task_id,
                std::optional<int64_t> job_id);
-
-/// Our status recorded in a kernels row's eval_log: the word after "kf status: " on its first line, or
-/// nullopt when the log does not start that way (rows written by the reference).
-std::optional<std::string> KfStatusFromEvalLog(std::string_view eval_log);
 
 /// One `job_logs` row per process result of the evaluation (level RAW, message = the combined output,
 /// extra {log, returncode, output_data, worker_info, trial 0, version 0}, hostname from the worker info).
@@ -105,7 +102,7 @@ struct RecordOptions {
   bool validate = false;
   /// Record into this existing job (created by a controller, e.g. a web view or a queue) instead of creating
   /// one. Its status and config are overwritten as for a new job, unless it is CANCELED.
-  std::optional<int64_t> job_id;
+  std::optional<int64_t> job_id{};
   /// How often the watcher reads the job's status while the run is going on; 0 = no watcher.
   std::chrono::milliseconds cancel_poll{2000};
 };
@@ -114,9 +111,9 @@ struct RecordOptions {
 struct RecordedRun {
   int64_t job_id = 0;
   int64_t kernel_id = 0;    ///< kernels.id; 0 when no row was stored (canceled)
-  std::string kernel_uuid;  ///< kernels.uuid; "" when no row was stored
+  std::string kernel_uuid{};  ///< kernels.uuid; "" when no row was stored
   bool canceled = false;    ///< the job is CANCELED (before the start, during the run, or at the end)
-  std::string store;        ///< Store::Describe() (safe to print)
+  std::string store{};      ///< Store::Describe() (safe to print)
 };
 
 /// The evaluation a RecordRun wraps; it should return soon after `stop` is requested.
@@ -147,9 +144,9 @@ Json EvaluationDocument(const Evaluation& ev, const RecordedRun* recorded);
 
 /// What a run is about, reported before it starts.
 struct RunContext {
-  std::string task;          ///< config task_name ("" when the config has none)
+  std::string task{};        ///< config task_name ("" when the config has none)
   bool reference_check = false;  ///< kf validate --run (the reference alone is tested)
-  std::string store;         ///< Store::Describe() when the run is recorded, else ""
+  std::string store{};       ///< Store::Describe() when the run is recorded, else ""
 };
 
 /// Receives the events of one evaluation. A console, a JSON file, a server-sent-events stream or Python

@@ -19,11 +19,14 @@
 //    is clamped to [0, 1]. A CANCELED job is never changed again: UpdateJob reports kCanceled to the caller
 //    (the reference exits the process instead).
 //  * "Our status" (kf_status) of a kernel is the first word after "kf status: " on the first line of its
-//    eval_log (what record::KernelRow writes, e.g. "value_mismatch"); "" when the log does not start so.
+//    eval_log (what kf::KernelRow writes, e.g. "value_mismatch"); "" / null when the log does not start so
+//    (rows the reference wrote). InsertKernel also records it in our table kf_kernel_status, so summaries
+//    and filters never read eval_log.
 //  * Differences from the reference: kernels.task_id may be NULL in databases we create (the reference
 //    declares it NOT NULL although kernels can exist without a stored task); opening an existing database
-//    also checks declared types, not only column presence; a few indexes are added (named kf_ix_*) so the
-//    read APIs stay fast with 100,000 kernels.
+//    also checks declared types, not only column presence; opening it read-write adds our table
+//    kf_kernel_status (filled from the existing kernels) and indexes named kf_ix_*, so the read APIs stay
+//    fast with 100,000 kernels. The reference's tools ignore both.
 //  * Passwords in URLs never appear in errors: the `file` of a kf::Error is the path or RedactStoreUrl(url).
 //
 // Thread safety: all methods of one Store may be called concurrently (calls are serialised internally).
@@ -178,6 +181,10 @@ struct WorkerInfoColumns {
   Json eval_worker_info = Json::object();
 };
 WorkerInfoColumns SplitWorkerInfos(const Json& metadata);
+
+/// Our status in a kernels row's eval_log (file comment): the word after "kf status: " at its very start, up
+/// to a space or newline; nullopt when the log does not start that way or the word is empty.
+std::optional<std::string> ParseKfStatus(std::string_view eval_log);
 
 /// The current time as stored in DATETIME columns: UTC "YYYY-MM-DD HH:MM:SS.ffffff".
 std::string NowTimestamp();

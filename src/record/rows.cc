@@ -78,15 +78,6 @@ Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string&
   return row;
 }
 
-std::optional<std::string> KfStatusFromEvalLog(std::string_view eval_log) {
-  if (eval_log.substr(0, kStatusPrefix.size()) != kStatusPrefix) return std::nullopt;
-  std::string_view rest = eval_log.substr(kStatusPrefix.size());
-  size_t end = rest.find_first_of(" \n");
-  std::string status(rest.substr(0, end));
-  if (status.empty()) return std::nullopt;
-  return status;
-}
-
 std::vector<JobLog> ProcessLogs(const Evaluation& ev, int64_t job_id, const std::string& kernel_uuid) {
   std::vector<JobLog> logs;
   for (const ProcessLog& p : ev.logs) {

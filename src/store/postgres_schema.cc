@@ -20,6 +20,18 @@ using T = ColumnType;
 /// pg_advisory_xact_lock key held while tables and indexes are created ("kfschema" in ASCII).
 constexpr const char* kSchemaLockKey = "7740157543302851937";
 
+std::vector<const Table*> AllTables() {
+  std::vector<const Table*> all;
+  for (const auto* list : {&Tables(), &KfTables()}) {
+    for (const auto& t : *list) all.push_back(&t);
+  }
+  return all;
+}
+
+bool IsKfTable(const Table& t) {
+  return std::any_of(KfTables().begin(), KfTables().end(), [&](const Table& k) { return &k == &t; });
+}
+
 std::string CreateTableSql(const Table& table) {
   std::string sql = fmt::format("CREATE TABLE IF NOT EXISTS {} (\n", QuoteIdent(table.name));
   std::string pk;
@@ -48,7 +60,7 @@ bool CompatibleType(ColumnType type, const std::string& data_type) {
   return families.at(type).count(data_type) != 0;
 }
 
-/// table -> column -> data_type of the tables of Tables() in the current schema.
+/// table -> column -> data_type of every table in the current schema.
 std::map<std::string, std::map<std::string, std::string>> ExistingColumns(PgConnection& conn) {
   std::map<std::string, std::map<std::string, std::string>> out;
   for (const SqlRow& r : conn.Query("SELECT table_name, column_name, data_type FROM information_schema.columns "
@@ -74,11 +86,19 @@ std::string IndexName(const std::string& sql) {
   return sql.substr(open + 1, sql.find('"', open + 1) - open - 1);
 }
 
-void CheckSchema(PgConnection& conn) {
+/// Checks the tables (a missing table of Tables() or any missing/mistyped column is stale) and returns
+/// whether all KfTables() exist.
+bool CheckSchema(PgConnection& conn) {
   auto existing = ExistingColumns(conn);
-  for (const auto& t : Tables()) {
+  bool kf_tables = true;
+  for (const Table* tp : AllTables()) {
+    const Table& t = *tp;
     auto table = existing.find(std::string(t.name));
     if (table == existing.end()) {
+      if (IsKfTable(t)) {  // optional when read-only: our status is then read from eval_log
+        kf_tables = false;
+        continue;
+      }
       throw Error(ErrorKind::kInvalidArgument, fmt::format("table '{}' is missing: {}", t.name, StaleHint()),
                   conn.Name(), std::string(t.name));
     }
@@ -97,30 +117,36 @@ void CheckSchema(PgConnection& conn) {
       }
     }
   }
+  return kf_tables;
 }
 
 /// Creates missing tables and indexes in one transaction under the schema advisory lock.
 void CreateSchema(PgConnection& conn) {
   auto existing = ExistingColumns(conn);
   auto indexes = ExistingIndexes(conn);
-  std::vector<std::string> index_sql = IndexStatements(conn);
-  bool tables_ok = std::all_of(Tables().begin(), Tables().end(),
-                               [&](const Table& t) { return existing.count(std::string(t.name)) != 0; });
+  std::vector<std::string> index_sql = IndexStatements();
+  std::vector<const Table*> all = AllTables();
+  bool tables_ok = std::all_of(all.begin(), all.end(),
+                               [&](const Table* t) { return existing.count(std::string(t->name)) != 0; });
   bool indexes_ok = std::all_of(index_sql.begin(), index_sql.end(),
                                 [&](const std::string& sql) { return indexes.count(IndexName(sql)) != 0; });
   if (tables_ok && indexes_ok) return;
   WriteTransaction tx(conn);
   conn.Exec(fmt::format("SELECT pg_advisory_xact_lock({})", kSchemaLockKey));
-  for (const auto& t : Tables()) conn.Exec(CreateTableSql(t));
+  existing = ExistingColumns(conn);  // another writer may have created them while we waited for the lock
+  bool had_status = existing.count("kf_kernel_status") != 0;
+  for (const Table* t : all) conn.Exec(CreateTableSql(*t));
   // An index over a column that a stale table lacks would fail here; CheckSchema names the column instead.
   existing = ExistingColumns(conn);
-  bool complete = std::all_of(Tables().begin(), Tables().end(), [&](const Table& t) {
-    auto it = existing.find(std::string(t.name));
-    return it != existing.end() && std::all_of(t.columns.begin(), t.columns.end(), [&](const Column& c) {
+  bool complete = std::all_of(all.begin(), all.end(), [&](const Table* t) {
+    auto it = existing.find(std::string(t->name));
+    return it != existing.end() && std::all_of(t->columns.begin(), t->columns.end(), [&](const Column& c) {
              return it->second.count(std::string(c.name)) != 0;
            });
   });
   if (complete) {
+    // A database the reference (or an older kf) wrote: record the statuses its kernels hold.
+    if (!had_status) conn.Query(KfStatusBackfillSql(conn), {}, {});
     for (const std::string& sql : index_sql) conn.Exec(sql);
   }
   tx.Commit();
@@ -167,7 +193,7 @@ void CreateDatabase(const StoreUrl& url, const StoreOptions& options, const std:
 
 std::string PgDeclaredType(const Column& column) {
   switch (column.type) {
-    case T::kInteger: return column.primary_key ? "SERIAL" : "INTEGER";
+    case T::kInteger: return column.autoincrement ? "SERIAL" : "INTEGER";
     case T::kFloat: return "FLOAT";
     case T::kVarchar: return column.max_chars > 0 ? fmt::format("VARCHAR({})", column.max_chars) : "VARCHAR";
     case T::kText: return "TEXT";
@@ -189,8 +215,8 @@ std::unique_ptr<Store> OpenPostgresStore(const StoreUrl& url, const StoreOptions
     conn = std::make_unique<PgConnection>(url, options);
   }
   if (!options.read_only) CreateSchema(*conn);
-  CheckSchema(*conn);
-  return std::make_unique<SqlStore>(std::move(conn));
+  bool status_table = CheckSchema(*conn);
+  return std::make_unique<SqlStore>(std::move(conn), status_table);
 }
 
 }  // namespace kf::store

@@ -62,7 +62,7 @@ class PgConnection final : public SqlConnection {
 /// Opens the PostgreSQL store `url` (already parsed). Errors as kf::OpenStore describes for PostgreSQL.
 std::unique_ptr<Store> OpenPostgresStore(const StoreUrl& url, const StoreOptions& options);
 
-/// The declared PostgreSQL type SQLAlchemy writes for `column`: SERIAL for an integer primary key,
+/// The declared PostgreSQL type SQLAlchemy writes for `column`: SERIAL for an autoincrement primary key,
 /// "TIMESTAMP WITH TIME ZONE", "VARCHAR(64)", "JSON", ….
 std::string PgDeclaredType(const Column& column);
 

@@ -16,7 +16,7 @@ namespace {
 using T = ColumnType;
 
 // Shorthands for the table descriptions below.
-Column Pk() { return {"id", T::kInteger, 0, true, true, false}; }
+Column Pk() { return {"id", T::kInteger, 0, true, true, false, true}; }
 Column C(std::string_view name, ColumnType type) { return {name, type, 0, false, false, false}; }
 Column NotNull(std::string_view name, ColumnType type) { return {name, type, 0, true, false, false}; }
 Column Varchar(std::string_view name, int n, bool not_null = false) {
@@ -71,6 +71,11 @@ std::vector<Table> MakeTables() {
   return t;
 }
 
+std::vector<Table> MakeKfTables() {
+  return {{"kf_kernel_status",
+           {{"kernel_id", T::kInteger, 0, true, true, false}, C("task_name", T::kVarchar), Varchar("kf_status", 32)}}};
+}
+
 /// Number of UTF-8 code points (continuation bytes are not counted).
 size_t CountChars(std::string_view s) {
   return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
@@ -105,9 +110,16 @@ const std::vector<Table>& Tables() {
   return tables;
 }
 
+const std::vector<Table>& KfTables() {
+  static const std::vector<Table> tables = MakeKfTables();
+  return tables;
+}
+
 const Table& GetTable(std::string_view name) {
-  for (const auto& t : Tables()) {
-    if (t.name == name) return t;
+  for (const auto* list : {&Tables(), &KfTables()}) {
+    for (const auto& t : *list) {
+      if (t.name == name) return t;
+    }
   }
   throw Error(ErrorKind::kInternal, fmt::format("no table description for '{}'", name));
 }
@@ -194,7 +206,7 @@ CheckedRow CheckRow(const Table& table, const Json& row, const std::vector<std::
     }
   }
   for (const auto& c : table.columns) {
-    if (!c.not_null || c.server_now || (c.primary_key && c.type == T::kInteger)) continue;
+    if (!c.not_null || c.server_now || c.autoincrement) continue;
     if (!present(&c)) {
       throw Error(ErrorKind::kInvalidArgument, "required field is missing or null", {}, Field(table, c.name));
     }

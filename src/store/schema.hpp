@@ -30,6 +30,7 @@ struct Column {
   bool not_null = false;
   bool primary_key = false;
   bool server_now = false;   ///< server default: the current time
+  bool autoincrement = false;  ///< integer primary key the database assigns (SQLite rowid, PostgreSQL SERIAL)
 };
 
 struct Table {
@@ -40,9 +41,16 @@ struct Table {
   const Column* Find(std::string_view column) const;
 };
 
-/// All tables: kernels, tasks, jobs, job_logs, baseline_times, rag.
+/// The reference's tables: kernels, tasks, jobs, job_logs, baseline_times, rag. They must exist in every
+/// database we open.
 const std::vector<Table>& Tables();
-/// One of Tables() by name. REQUIRES: the name exists (else kf::Error(kInternal)).
+/// Our own tables beside the reference's (which its tools ignore): kf_kernel_status {kernel_id (the
+/// kernels.id), task_name, kf_status} — our status of each kernel we inserted, kept apart so that summaries
+/// and filters need not read eval_log (see store.hpp). Created (and filled from existing kernels) whenever a
+/// database is opened read-write; a read-only store works without them (then our status is computed from
+/// eval_log).
+const std::vector<Table>& KfTables();
+/// One of Tables() or KfTables() by name. REQUIRES: the name exists (else kf::Error(kInternal)).
 const Table& GetTable(std::string_view name);
 
 /// `"name"` with embedded quotes doubled (the same in SQLite and PostgreSQL).

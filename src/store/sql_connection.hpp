@@ -71,12 +71,16 @@ class WriteTransaction {
   bool open_ = true;
 };
 
-/// Our status of a kernels row as SQL (see store.hpp): the word after "kf status: " on eval_log's first
-/// line, NULL when eval_log does not start with it. `column` is the (qualified, quoted) eval_log column.
-/// The same text is used in the expression index, so queries must use this function unchanged.
+/// Our status of a kernels row as SQL (see store.hpp), the same rule as kf::ParseKfStatus: the word after
+/// "kf status: " on eval_log's first line, NULL when eval_log does not start with it. `column` is the
+/// (qualified, quoted) eval_log column. Used where kf_kernel_status is missing (a read-only store on an old
+/// database) and to fill that table.
 std::string KfStatusSql(const SqlConnection& conn, std::string_view column);
 
-/// CREATE INDEX IF NOT EXISTS statements of the kf_ix_* indexes for `conn`'s dialect.
-std::vector<std::string> IndexStatements(const SqlConnection& conn);
+/// INSERT INTO kf_kernel_status the status of every kernels row that has none there yet (idempotent).
+std::string KfStatusBackfillSql(const SqlConnection& conn);
+
+/// CREATE INDEX IF NOT EXISTS statements of the kf_ix_* indexes (the same in both dialects).
+std::vector<std::string> IndexStatements();
 
 }  // namespace kf::store

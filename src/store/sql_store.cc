@@ -46,19 +46,24 @@ std::string KfStatusSql(const SqlConnection& conn, std::string_view column) {
                      head, conn.StrPos(head, "' '"));
 }
 
-std::vector<std::string> IndexStatements(const SqlConnection& conn) {
-  const std::string kf_status = KfStatusSql(conn, "\"eval_log\"");
+std::string KfStatusBackfillSql(const SqlConnection& conn) {
+  return "INSERT INTO \"kf_kernel_status\" (\"kernel_id\", \"task_name\", \"kf_status\") SELECT k.\"id\", "
+         "k.\"task_name\", " + KfStatusSql(conn, "k.\"eval_log\"") +
+         " FROM \"kernels\" AS k WHERE NOT EXISTS (SELECT 1 FROM \"kf_kernel_status\" AS s WHERE s.\"kernel_id\" = "
+         "k.\"id\")";
+}
+
+std::vector<std::string> IndexStatements() {
   const std::vector<std::pair<std::string, std::string>> indexes = {
-      // ListKernels / CountKernels by task, KernelHistory (covering: no table reads for the points).
-      {"kf_ix_kernels_history", fmt::format("\"kernels\" (\"task_name\", \"id\", \"status\", {}, "
-                                             "\"improve_over_native\", \"score\", \"timestamp\")",
-                                             kf_status)},
-      // ListTaskSummaries (covering GROUP BY task_name, kf_status, status) and the kf_status filter.
-      {"kf_ix_kernels_summary", fmt::format("\"kernels\" (\"task_name\", {}, \"status\", \"score\", "
-                                             "\"improve_over_native\", \"timestamp\")",
-                                             kf_status)},
+      // ListKernels / CountKernels by task (newest first) and KernelHistory, covering the history's columns.
+      {"kf_ix_kernels_history",
+       "\"kernels\" (\"task_name\", \"id\", \"timestamp\", \"status\", \"improve_over_native\", \"score\")"},
+      // ListTaskSummaries: GROUP BY task_name, status answered from the index alone.
+      {"kf_ix_kernels_summary",
+       "\"kernels\" (\"task_name\", \"status\", \"score\", \"improve_over_native\", \"timestamp\")"},
       {"kf_ix_kernels_task_speedup", "\"kernels\" (\"task_name\", \"improve_over_native\")"},
       {"kf_ix_kernels_job_id", "\"kernels\" (\"job_id\")"},
+      {"kf_ix_kernel_status_task", "\"kf_kernel_status\" (\"task_name\", \"kf_status\")"},
       {"kf_ix_jobs_task_id", "\"jobs\" (\"task_id\", \"id\")"},
       {"kf_ix_jobs_status", "\"jobs\" (\"status\", \"id\")"},
       {"kf_ix_job_logs_job_id", "\"job_logs\" (\"job_id\", \"id\")"},
@@ -71,7 +76,16 @@ std::vector<std::string> IndexStatements(const SqlConnection& conn) {
 
 // ------------------------------------------------------------------------------------------ SqlStore
 
-SqlStore::SqlStore(std::unique_ptr<SqlConnection> conn) : conn_(std::move(conn)) {}
+SqlStore::SqlStore(std::unique_ptr<SqlConnection> conn, bool status_table)
+    : conn_(std::move(conn)), status_table_(status_table) {}
+
+std::string SqlStore::KfStatusColumn() const {
+  return status_table_ ? "s.\"kf_status\"" : KfStatusSql(*conn_, "k.\"eval_log\"");
+}
+
+std::string SqlStore::KfStatusJoin() const {
+  return status_table_ ? " LEFT JOIN \"kf_kernel_status\" AS s ON s.\"kernel_id\" = k.\"id\"" : "";
+}
 SqlStore::~SqlStore() = default;
 
 std::string SqlStore::Describe() const { return conn_->Name(); }
@@ -175,6 +189,28 @@ int64_t SqlStore::InsertKernel(const Json& row) {
   std::lock_guard lock(mu_);
   WriteTransaction tx(*conn_);
   Json id = InsertRow(GetTable("kernels"), row, {{"timestamp", NowTimestamp()}, {"db_user", DefaultDbUser()}});
+  if (status_table_) {
+    // Our status beside the row, in the same transaction (an id reused after a deletion is overwritten).
+    auto text = [&row](const char* key) {
+      auto it = row.find(key);
+      return it != row.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    std::optional<std::string> status = ParseKfStatus(text("eval_log"));
+    const Table& table = GetTable("kf_kernel_status");
+    ParamList params(*conn_);
+    std::string values = params.Add(T::kInteger, id) + ", " +
+                         params.Add(T::kVarchar, row.contains("task_name") ? row["task_name"] : Json(nullptr)) + ", " +
+                         params.Add(T::kVarchar, status ? Json(*status) : Json(nullptr));
+    try {  // task_name was checked as a string (or null) by InsertRow; kf_status must fit VARCHAR(32)
+      if (status) CheckValue(table, *table.Find("kf_status"), *status);
+    } catch (const Error& e) {
+      RethrowWithFile(e, conn_->Name());
+    }
+    conn_->Query("INSERT INTO \"kf_kernel_status\" (\"kernel_id\", \"task_name\", \"kf_status\") VALUES (" + values +
+                     ") ON CONFLICT (\"kernel_id\") DO UPDATE SET \"task_name\" = excluded.\"task_name\", "
+                     "\"kf_status\" = excluded.\"kf_status\"",
+                 params.params(), {});
+  }
   tx.Commit();
   return id.get<int64_t>();
 }

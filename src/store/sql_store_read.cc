@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "kernelfoundry/error.hpp"
 #include "store/sql_store.hpp"
@@ -28,13 +29,13 @@ std::string LimitOffset(const SqlConnection& conn, ParamList& params, int64_t li
   return sql;
 }
 
-/// " WHERE a AND b" over the set filters of a kernels query (alias k).
-std::string KernelWhere(const SqlConnection& conn, const KernelQuery& q, ParamList& params) {
+/// " WHERE a AND b" over the set filters of a kernels query (alias k; `kf_status` is the SQL of our status).
+std::string KernelWhere(const KernelQuery& q, const std::string& kf_status, ParamList& params) {
   std::vector<std::string> terms;
   if (q.task_name) terms.push_back("k.\"task_name\" = " + params.Add(T::kVarchar, *q.task_name));
   if (q.job_id) terms.push_back("k.\"job_id\" = " + params.Add(T::kInteger, *q.job_id));
   if (q.status) terms.push_back("k.\"status\" = " + params.Add(T::kVarchar, *q.status));
-  if (q.kf_status) terms.push_back(KfStatusSql(conn, "k.\"eval_log\"") + " = " + params.Add(T::kVarchar, *q.kf_status));
+  if (q.kf_status) terms.push_back(kf_status + " = " + params.Add(T::kVarchar, *q.kf_status));
   std::string sql;
   for (size_t i = 0; i < terms.size(); ++i) sql += (i ? " AND " : " WHERE ") + terms[i];
   return sql;
@@ -94,14 +95,15 @@ std::vector<Json> SqlStore::ListKernels(const KernelQuery& query) {
   ParamList params(*conn_);
   std::string cols;
   std::vector<ColumnType> types;
+  const std::string kf_status = KfStatusColumn();
   for (const auto& [name, c] : columns) {
-    cols += (c != nullptr ? "k." + QuoteIdent(c->name) : KfStatusSql(*conn_, "k.\"eval_log\"")) + ", ";
+    cols += (c != nullptr ? "k." + QuoteIdent(c->name) : kf_status) + ", ";
     types.push_back(c != nullptr ? c->type : T::kVarchar);
   }
   types.push_back(T::kVarchar);
   std::string sql = fmt::format(
-      "SELECT {}j.\"status\" FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\"{}", cols,
-      KernelWhere(*conn_, query, params));
+      "SELECT {}j.\"status\" FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\"{}{}", cols,
+      KfStatusJoin(), KernelWhere(query, kf_status, params));
   if (query.last_n > 0) {
     sql += " ORDER BY k.\"id\" DESC LIMIT " + params.Add(T::kInteger, query.last_n);
   } else {
@@ -129,7 +131,8 @@ std::vector<Json> SqlStore::ListKernels(const KernelQuery& query) {
 int64_t SqlStore::CountKernels(const KernelQuery& query) {
   std::lock_guard lock(mu_);
   ParamList params(*conn_);
-  std::string sql = "SELECT count(*) FROM \"kernels\" AS k" + KernelWhere(*conn_, query, params);
+  std::string sql = "SELECT count(*) FROM \"kernels\" AS k" + (query.kf_status ? KfStatusJoin() : std::string()) +
+                    KernelWhere(query, KfStatusColumn(), params);
   return conn_->Query(sql, params.params(), {T::kInteger}).at(0).at(0).get<int64_t>();
 }
 
@@ -138,9 +141,9 @@ std::optional<Json> SqlStore::GetKernel(int64_t id) {
   std::lock_guard lock(mu_);
   ParamList params(*conn_);
   std::string sql = fmt::format(
-      "SELECT {}, j.\"status\", {} FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\" "
+      "SELECT {}, j.\"status\", {} FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\"{} "
       "WHERE k.\"id\" = {}",
-      SelectList(kernels, "k"), KfStatusSql(*conn_, "k.\"eval_log\""), params.Add(T::kInteger, id));
+      SelectList(kernels, "k"), KfStatusColumn(), KfStatusJoin(), params.Add(T::kInteger, id));
   std::vector<ColumnType> types = ColumnTypes(kernels);
   types.push_back(T::kVarchar);
   types.push_back(T::kVarchar);
@@ -192,37 +195,41 @@ std::vector<Json> SqlStore::ListJobLogs(int64_t job_id) {
 
 std::vector<TaskSummary> SqlStore::ListTaskSummaries() {
   std::lock_guard lock(mu_);
-  const std::string kf_status = KfStatusSql(*conn_, "k.\"eval_log\"");
-  // Grouped exactly by the columns of kf_ix_kernels_summary, so the index alone answers it.
-  std::string sql = fmt::format(
-      "SELECT k.\"task_name\", {0}, k.\"status\", count(*), max(CASE WHEN k.\"score\" = 5 AND "
-      "k.\"improve_over_native\" > 1e-9 THEN k.\"improve_over_native\" END), max(k.\"timestamp\") "
-      "FROM \"kernels\" AS k GROUP BY k.\"task_name\", {0}, k.\"status\"",
-      kf_status);
-  std::vector<SqlRow> rows =
-      conn_->Query(sql, {}, {T::kVarchar, T::kVarchar, T::kVarchar, T::kInteger, T::kFloat, T::kDateTime});
-  std::vector<TaskSummary> out;
+  std::map<std::string, TaskSummary> by_task;
+  // Counts, best speedup and newest time by (task, reference status): kf_ix_kernels_summary alone answers it.
+  std::vector<SqlRow> rows = conn_->Query(
+      "SELECT k.\"task_name\", k.\"status\", count(*), max(CASE WHEN k.\"score\" = 5 AND k.\"improve_over_native\" "
+      "> 1e-9 THEN k.\"improve_over_native\" END), max(k.\"timestamp\") FROM \"kernels\" AS k GROUP BY "
+      "k.\"task_name\", k.\"status\"",
+      {}, {T::kVarchar, T::kVarchar, T::kInteger, T::kFloat, T::kDateTime});
   for (const SqlRow& r : rows) {
-    std::string name = Text(r[0]);
-    auto it = std::find_if(out.begin(), out.end(), [&](const TaskSummary& s) { return s.task_name == name; });
-    if (it == out.end()) {
-      TaskSummary summary;
-      summary.task_name = name;
-      out.push_back(std::move(summary));
-      it = std::prev(out.end());
-    }
-    int64_t n = r[3].get<int64_t>();
-    it->kernels += n;
-    it->by_kf_status[Text(r[1])] += n;
-    it->by_status[Text(r[2])] += n;
-    if (r[4].is_number() && (!it->best_speedup || r[4].get<double>() > *it->best_speedup)) {
-      it->best_speedup = r[4].get<double>();
-    }
-    std::string ts = Text(r[5]);
-    if (ts > it->last_timestamp) it->last_timestamp = ts;
+    TaskSummary& s = by_task[Text(r[0])];
+    s.task_name = Text(r[0]);
+    int64_t n = r[2].get<int64_t>();
+    s.kernels += n;
+    s.by_status[Text(r[1])] += n;
+    if (r[3].is_number() && (!s.best_speedup || r[3].get<double>() > *s.best_speedup)) s.best_speedup = r[3].get<double>();
+    s.last_timestamp = std::max(s.last_timestamp, Text(r[4]));
   }
-  std::sort(out.begin(), out.end(), [](const TaskSummary& a, const TaskSummary& b) { return a.task_name < b.task_name; });
-  return out;
+  // Counts by our status: from kf_kernel_status (narrow rows, its own index), else computed from eval_log.
+  std::string sql = status_table_
+                        ? "SELECT s.\"task_name\", s.\"kf_status\", count(*) FROM \"kf_kernel_status\" AS s WHERE "
+                          "s.\"kf_status\" IS NOT NULL GROUP BY s.\"task_name\", s.\"kf_status\""
+                        : fmt::format("SELECT k.\"task_name\", {0}, count(*) FROM \"kernels\" AS k WHERE {0} IS NOT NULL "
+                                      "GROUP BY k.\"task_name\", {0}",
+                                      KfStatusColumn());
+  for (const SqlRow& r : conn_->Query(sql, {}, {T::kVarchar, T::kVarchar, T::kInteger})) {
+    auto it = by_task.find(Text(r[0]));
+    if (it != by_task.end()) it->second.by_kf_status[Text(r[1])] += r[2].get<int64_t>();
+  }
+  std::vector<TaskSummary> out;
+  for (auto& [name, s] : by_task) {
+    int64_t known = 0;
+    for (const auto& [status, n] : s.by_kf_status) known += n;
+    if (known < s.kernels) s.by_kf_status[""] = s.kernels - known;  // rows without our status
+    out.push_back(std::move(s));
+  }
+  return out;  // std::map: ordered by task_name
 }
 
 std::vector<KernelPoint> SqlStore::KernelHistory(const HistoryQuery& query) {
@@ -231,8 +238,8 @@ std::vector<KernelPoint> SqlStore::KernelHistory(const HistoryQuery& query) {
   ParamList params(*conn_);
   std::string sql = fmt::format(
       "SELECT k.\"id\", k.\"timestamp\", k.\"status\", {}, k.\"improve_over_native\", k.\"score\" FROM \"kernels\" "
-      "AS k WHERE k.\"task_name\" = {} AND k.\"id\" > {} ORDER BY k.\"id\"",
-      KfStatusSql(*conn_, "k.\"eval_log\""), params.Add(T::kVarchar, query.task_name),
+      "AS k{} WHERE k.\"task_name\" = {} AND k.\"id\" > {} ORDER BY k.\"id\"",
+      KfStatusColumn(), KfStatusJoin(), params.Add(T::kVarchar, query.task_name),
       params.Add(T::kInteger, query.after_id));
   if (query.limit > 0) sql += " LIMIT " + params.Add(T::kInteger, query.limit);
   std::vector<KernelPoint> out;

@@ -51,49 +51,58 @@ char TypeAffinity(std::string_view declared_type) {
   return 'N';
 }
 
-void EnsureSqliteSchema(Db& db, bool create) {
-  const auto& tables = Tables();
-  if (create) {
-    std::map<std::string, bool> names;
-    {
-      Stmt st = db.Prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
-      while (st.Step()) names[st.ColumnText(0)] = true;
+bool SqliteTableExists(Db& db, std::string_view name) {
+  Stmt st = db.Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
+  st.BindText(1, name);
+  return st.Step() && st.ColumnInt(0) > 0;
+}
+
+bool EnsureSqliteSchema(Db& db, bool create) {
+  auto all_exist = [&db](const std::vector<Table>& tables) {
+    return std::all_of(tables.begin(), tables.end(), [&](const Table& t) { return SqliteTableExists(db, t.name); });
+  };
+  if (create && !(all_exist(Tables()) && all_exist(KfTables()))) {
+    Transaction tx(db);
+    for (const auto* list : {&Tables(), &KfTables()}) {
+      for (const auto& t : *list) db.Exec(CreateTableSql(t));
     }
-    bool all = std::all_of(tables.begin(), tables.end(),
-                           [&](const Table& t) { return names.count(std::string(t.name)) != 0; });
-    if (!all) {
-      Transaction tx(db);
-      for (const auto& t : tables) db.Exec(CreateTableSql(t));
-      tx.Commit();
+    tx.Commit();
+  }
+  bool kf_tables = true;
+  for (const auto* list : {&Tables(), &KfTables()}) {
+    for (const auto& t : *list) {
+      std::map<std::string, std::string> declared;
+      {
+        Stmt st = db.Prepare("SELECT name, type FROM pragma_table_info(?1)");
+        st.BindText(1, t.name);
+        while (st.Step()) declared[st.ColumnText(0)] = st.ColumnText(1);
+      }
+      if (declared.empty()) {
+        if (list == &KfTables()) {  // optional when read-only: our status is then read from eval_log
+          kf_tables = false;
+          continue;
+        }
+        throw Error(ErrorKind::kInvalidArgument, fmt::format("table '{}' is missing: {}", t.name, StaleHint()),
+                    db.path(), std::string(t.name));
+      }
+      for (const auto& c : t.columns) {
+        std::string field = fmt::format("{}.{}", t.name, c.name);
+        auto it = declared.find(std::string(c.name));
+        if (it == declared.end()) {
+          throw Error(ErrorKind::kInvalidArgument, fmt::format("column '{}' is missing: {}", field, StaleHint()),
+                      db.path(), field);
+        }
+        std::string want = DeclaredType(c);
+        if (TypeAffinity(it->second) != TypeAffinity(want)) {
+          throw Error(ErrorKind::kInvalidArgument,
+                      fmt::format("column '{}' is declared {} but should be {}: {}", field, it->second, want,
+                                  StaleHint()),
+                      db.path(), field);
+        }
+      }
     }
   }
-  for (const auto& t : tables) {
-    std::map<std::string, std::string> declared;
-    {
-      Stmt st = db.Prepare("SELECT name, type FROM pragma_table_info(?1)");
-      st.BindText(1, t.name);
-      while (st.Step()) declared[st.ColumnText(0)] = st.ColumnText(1);
-    }
-    if (declared.empty()) {
-      throw Error(ErrorKind::kInvalidArgument, fmt::format("table '{}' is missing: {}", t.name, StaleHint()),
-                  db.path(), std::string(t.name));
-    }
-    for (const auto& c : t.columns) {
-      std::string field = fmt::format("{}.{}", t.name, c.name);
-      auto it = declared.find(std::string(c.name));
-      if (it == declared.end()) {
-        throw Error(ErrorKind::kInvalidArgument, fmt::format("column '{}' is missing: {}", field, StaleHint()),
-                    db.path(), field);
-      }
-      std::string want = DeclaredType(c);
-      if (TypeAffinity(it->second) != TypeAffinity(want)) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    fmt::format("column '{}' is declared {} but should be {}: {}", field, it->second, want,
-                                StaleHint()),
-                    db.path(), field);
-      }
-    }
-  }
+  return kf_tables;
 }
 
 void BindValue(Stmt& stmt, int index, ColumnType type, const Json& value) {

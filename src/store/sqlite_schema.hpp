@@ -19,10 +19,13 @@ std::string CreateTableSql(const Table& table);
 /// 'B'lob, 'R'eal or 'N'umeric.
 char TypeAffinity(std::string_view declared_type);
 
-/// Creates missing tables (in one transaction). Then checks every table: a missing table or column or a
-/// declared type with another affinity throws kf::Error(kInvalidArgument) naming "table.column" (file =
-/// the database path). With create = false only the check runs.
-void EnsureSqliteSchema(Db& db, bool create);
+/// Creates missing tables of Tables() and KfTables() (in one transaction). Then checks every table: a
+/// missing table of Tables(), or a missing column or a declared type with another affinity in any present
+/// table, throws kf::Error(kInvalidArgument) naming "table.column" (file = the database path). With create =
+/// false only the check runs. Returns whether all KfTables() exist.
+bool EnsureSqliteSchema(Db& db, bool create);
+/// True when the database has a table called `name`.
+bool SqliteTableExists(Db& db, std::string_view name);
 
 /// Binds a value normalised by CheckValue for a column of kind `type` at parameter `index`: null -> NULL,
 /// BOOLEAN -> 0/1, JSON -> JSON text, strings as text, numbers as numbers.

@@ -38,7 +38,7 @@ void EnsureIndexes(SqliteConnection& conn) {
     while (st.Step()) existing.insert(st.ColumnText(0));
   }
   std::vector<std::string> missing;
-  for (const std::string& sql : IndexStatements(conn)) {
+  for (const std::string& sql : IndexStatements()) {
     size_t open = sql.find('"');
     std::string name = sql.substr(open + 1, sql.find('"', open + 1) - open - 1);
     if (existing.count(name) == 0) missing.push_back(sql);
@@ -104,9 +104,17 @@ std::unique_ptr<Store> OpenSqliteStore(const std::filesystem::path& path, const 
     EnableWal(conn->db());
     conn->db().Exec("PRAGMA synchronous=NORMAL");
   }
-  EnsureSqliteSchema(conn->db(), /*create=*/!options.read_only);
-  if (!options.read_only) EnsureIndexes(*conn);
-  return std::make_unique<SqlStore>(std::move(conn));
+  bool had_status = SqliteTableExists(conn->db(), "kf_kernel_status");
+  bool status_table = EnsureSqliteSchema(conn->db(), /*create=*/!options.read_only);
+  if (!options.read_only) {
+    if (!had_status) {  // a database the reference (or an older kf) wrote: record the statuses it holds
+      Transaction tx(conn->db());
+      conn->Query(KfStatusBackfillSql(*conn), {}, {});
+      tx.Commit();
+    }
+    EnsureIndexes(*conn);
+  }
+  return std::make_unique<SqlStore>(std::move(conn), status_table);
 }
 
 }  // namespace kf::store

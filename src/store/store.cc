@@ -80,6 +80,15 @@ KernelSort ParseKernelSort(std::string_view name) {
               "sort");
 }
 
+std::optional<std::string> ParseKfStatus(std::string_view eval_log) {
+  constexpr std::string_view kPrefix = "kf status: ";
+  if (eval_log.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  std::string_view rest = eval_log.substr(kPrefix.size());
+  std::string status(rest.substr(0, rest.find_first_of(" \n")));
+  if (status.empty()) return std::nullopt;
+  return status;
+}
+
 Json TaskSummary::ToJson() const {
   return Json{{"task_name", task_name},
               {"kernels", kernels},

@@ -187,6 +187,37 @@ TEST_P(ReadApiTest, KernelPagesSortFilterAndCount) {
   ExpectError(ErrorKind::kInvalidArgument, [] { ParseKernelSort("fastest"); });
 }
 
+// A database without our kf_kernel_status (written by the reference or an older kf): a read-only store computes
+// our status from eval_log and answers the same; a read-write open adds the table, filled from the kernels.
+TEST_P(ReadApiTest, DatabaseWithoutStatusTableReadsTheSameAndIsFilledOnReadWriteOpen) {
+  auto expect_same = [](Store& store) {
+    auto summaries = store.ListTaskSummaries();
+    ASSERT_EQ(summaries.size(), 2u);
+    EXPECT_EQ(summaries[0].by_kf_status,
+              (std::map<std::string, int64_t>{{"correct", 2}, {"crash", 1}, {"no_reference", 1}, {"value_mismatch", 1}}));
+    EXPECT_EQ(summaries[1].by_kf_status, (std::map<std::string, int64_t>{{"", 1}, {"build_error", 1}}));
+    EXPECT_EQ(store.KernelHistory({.task_name = "alpha"})[1].kf_status, "value_mismatch");
+    EXPECT_EQ(Ids(store.ListKernels({.kf_status = "correct", .columns = {"id"}})), (std::vector<int64_t>{1, 3}));
+    EXPECT_EQ(store.CountKernels({.kf_status = "crash"}), 1);
+    EXPECT_EQ((*store.GetKernel(2))["kf_status"], "value_mismatch");
+    EXPECT_TRUE((*store.GetKernel(6))["kf_status"].is_null());
+  };
+  expect_same(*store_);
+  EXPECT_EQ(db_->Value("SELECT count(*) FROM kf_kernel_status"), "7");
+  db_->Sql("DROP TABLE kf_kernel_status");
+  auto reader = Open({.read_only = true});
+  expect_same(*reader);
+  auto writer = Open();  // creates and fills the table
+  EXPECT_EQ(db_->Value("SELECT count(*) FROM kf_kernel_status"), "7");
+  EXPECT_EQ(db_->Value("SELECT kf_status FROM kf_kernel_status WHERE kernel_id = 2"), "value_mismatch");
+  EXPECT_EQ(db_->Value("SELECT count(*) FROM kf_kernel_status WHERE kf_status IS NULL"), "1");
+  expect_same(*writer);
+  writer->InsertKernel({{"task_name", "beta"}, {"eval_log", "kf status: crash\n"}});
+  EXPECT_EQ(writer->ListTaskSummaries()[1].by_kf_status["crash"], 1);
+  Open();  // a second open fills nothing twice
+  EXPECT_EQ(db_->Value("SELECT count(*) FROM kf_kernel_status"), "8");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ReadApiTest, ::testing::Values(Backend::kSqlite, Backend::kPostgres),
                          testing::BackendParamName());
 

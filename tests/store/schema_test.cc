@@ -187,7 +187,13 @@ TEST_P(SchemaTest, ColumnsAndDeclaredTypesMatchSpec) {
                                         "'public' ORDER BY table_name";
   std::vector<std::string> names;
   for (const auto& r : db_->Sql(tables_sql)) names.push_back(r[0]);
-  EXPECT_EQ(names, (std::vector<std::string>{"baseline_times", "job_logs", "jobs", "kernels", "rag", "tasks"}));
+  // The reference's six tables plus our kf_kernel_status.
+  EXPECT_EQ(names, (std::vector<std::string>{"baseline_times", "job_logs", "jobs", "kernels", "kf_kernel_status", "rag",
+                                             "tasks"}));
+  EXPECT_EQ(ColumnsOf(*db_, "kf_kernel_status"),
+            (Columns{{"kernel_id", IsSqlite() ? "INTEGER" : "integer"},
+                     {"task_name", IsSqlite() ? "VARCHAR" : "character varying"},
+                     {"kf_status", IsSqlite() ? "VARCHAR(32)" : "character varying(32)"}}));
   for (const auto& [table, sqlite_expected] : ExpectedSchema()) {
     Columns expected = sqlite_expected;
     if (!IsSqlite()) {
@@ -289,6 +295,48 @@ TEST_P(SchemaTest, AcceptsADatabaseCreatedByTheReference) {
   // The server default: SQLite's CURRENT_TIMESTAMP has no fraction; PostgreSQL's now() has microseconds.
   EXPECT_EQ(rows[0]["timestamp"].get<std::string>().size(), IsSqlite() ? 19u : 26u);
   EXPECT_EQ(rows[1]["score"], 3);
+}
+
+// The catalog our store creates equals the one SQLAlchemy's create_all makes from the reference's models
+// (tests/store/reference_models.py, written from spec §5.6): names, types, lengths, NOT NULL, defaults and
+// keys, on both backends; the one deliberate difference is kernels.task_id being nullable. Our store then
+// appends to the SQLAlchemy-made database.
+TEST_P(SchemaTest, CatalogEqualsSqlalchemyCreateAll) {
+  testing::TestDatabase ref(GetParam());
+  std::string url = IsSqlite() ? "sqlite:///" + ref.url() : ref.url();
+  auto [rc, out] = RunShell("/usr/bin/python3 '" + (testing::SourceDir() / "tests/store/reference_models.py").string() +
+                            "' '" + url + "'");
+  ASSERT_EQ(rc, 0) << out;
+  auto catalog = [&](const testing::TestDatabase& db) {
+    std::vector<std::string> lines;
+    for (const auto& [table, columns] : ExpectedSchema()) {
+      std::string sql =
+          IsSqlite() ? "SELECT name, type, \"notnull\", coalesce(dflt_value, '-'), pk FROM pragma_table_info('" + table +
+                           "') ORDER BY cid"
+                     : "SELECT column_name, data_type, coalesce(character_maximum_length::text, '-'), is_nullable, "
+                       "coalesce(column_default, '-') FROM information_schema.columns WHERE table_schema = 'public' "
+                       "AND table_name = '" + table + "' ORDER BY ordinal_position";
+      for (const auto& r : db.Sql(sql)) {
+        std::string line = table;
+        for (const auto& cell : r) line += " | " + cell;
+        lines.push_back(line);
+      }
+    }
+    return lines;
+  };
+  std::vector<std::string> theirs = catalog(ref), ours = catalog(*db_);
+  ASSERT_EQ(theirs.size(), 100u);
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    if (ours[i].rfind("kernels | task_id", 0) == 0) {
+      EXPECT_NE(ours[i], theirs[i]) << "kernels.task_id: NOT NULL in the reference, nullable here";
+      continue;
+    }
+    EXPECT_EQ(ours[i], theirs[i]);
+  }
+  auto store = OpenStore(ref.url());
+  EXPECT_GT(store->InsertKernel({{"task_id", "t"}, {"task_name", "appended"}}), 0);
+  EXPECT_EQ(store->ListKernels({}).at(0)["task_name"], "appended");
 }
 
 TEST_P(SchemaTest, ReadOnlyOpenOfMissingDatabaseIsNotFoundAndCreatesNothing) {
