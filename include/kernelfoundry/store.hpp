@@ -108,7 +108,9 @@ struct KernelQuery {
   int64_t last_n = 0;
   int64_t limit = 0;   ///< page size; 0 = no limit
   int64_t offset = 0;  ///< rows skipped before the page (needs no limit)
-  KernelSort sort = KernelSort::kId;  ///< page order; ties are broken by id; NULL values sort last
+  /// Page order; ties are broken by id in the same direction; NULL sorts as the smallest value (first when
+  /// ascending, last when descending — on every backend).
+  KernelSort sort = KernelSort::kId;
   bool descending = false;
   /// kernels columns to return, in this order, plus the virtual column "kf_status"; empty = every column
   /// and kf_status.

@@ -35,9 +35,16 @@ struct ValidateOptions {
   bool store = true;
 };
 
-// `--run`: the reference's own correctness and performance run, recorded as a VALIDATED job.
-int RunReferenceCheck(const ValidateOptions& o) {
-  TaskForRun loaded = LoadTaskForRunArg(o.task);
+// `--run`: the reference's own correctness and performance run, recorded as a VALIDATED job. The task is
+// loaded again as `kf run` loads it; stdin ("-", an encoded task: no overrides) cannot be read twice, so the
+// task the structure check read is used.
+int RunReferenceCheck(const ValidateOptions& o, Task checked) {
+  TaskForRun loaded;
+  if (o.task == "-") {
+    loaded.task = std::move(checked);
+  } else {
+    loaded = LoadTaskForRunArg(o.task);
+  }
   RunRequest request;
   if (!o.gpu_arch.empty()) request.options.gpu_arch = o.gpu_arch;
   request.options.keep_workdir = o.keep_workdir;
@@ -89,7 +96,7 @@ int RunValidate(const ValidateOptions& o) {
     for (const std::string& p : problems) std::printf("  - %s\n", p.c_str());
   }
   if (!problems.empty()) return kExitBadInput;
-  if (o.run) return RunReferenceCheck(o);
+  if (o.run) return RunReferenceCheck(o, std::move(task));
   return kExitOk;
 }
 

@@ -124,7 +124,7 @@ bool CheckSchema(PgConnection& conn) {
 void CreateSchema(PgConnection& conn) {
   auto existing = ExistingColumns(conn);
   auto indexes = ExistingIndexes(conn);
-  std::vector<std::string> index_sql = IndexStatements();
+  std::vector<std::string> index_sql = IndexStatements(conn);
   std::vector<const Table*> all = AllTables();
   bool tables_ok = std::all_of(all.begin(), all.end(),
                                [&](const Table* t) { return existing.count(std::string(t->name)) != 0; });

@@ -32,6 +32,8 @@ class PgConnection final : public SqlConnection {
   std::string StrPos(std::string_view haystack, std::string_view needle) const override;
   Json NoLimit() const override { return nullptr; }
   std::string_view ForUpdate() const override { return " FOR UPDATE"; }
+  std::string_view NullsOrder(bool descending) const override { return descending ? " NULLS LAST" : " NULLS FIRST"; }
+  bool WantsIdIndex() const override { return false; }
   void Begin() override;
   void Commit() override;
   void Rollback() noexcept override;

@@ -33,6 +33,11 @@ class SqlConnection {
   virtual std::string StrPos(std::string_view haystack, std::string_view needle) const = 0;
   /// The LIMIT value that means "no limit": -1 (SQLite) or null (PostgreSQL).
   virtual Json NoLimit() const = 0;
+  /// The NULLS clause that makes NULL sort as the smallest value in an ORDER BY (or index) of that
+  /// direction: "" for SQLite (its default), " NULLS FIRST" / " NULLS LAST" for PostgreSQL.
+  virtual std::string_view NullsOrder(bool descending) const = 0;
+  /// True when an extra narrow index on kernels.id pays (SQLite: the id b-tree holds the whole rows).
+  virtual bool WantsIdIndex() const = 0;
   /// Appended to a SELECT inside a write transaction to lock the selected rows ("" or " FOR UPDATE").
   virtual std::string_view ForUpdate() const = 0;
 
@@ -80,7 +85,7 @@ std::string KfStatusSql(const SqlConnection& conn, std::string_view column);
 /// INSERT INTO kf_kernel_status the status of every kernels row that has none there yet (idempotent).
 std::string KfStatusBackfillSql(const SqlConnection& conn);
 
-/// CREATE INDEX IF NOT EXISTS statements of the kf_ix_* indexes (the same in both dialects).
-std::vector<std::string> IndexStatements();
+/// CREATE INDEX IF NOT EXISTS statements of the kf_ix_* indexes in `conn`'s dialect.
+std::vector<std::string> IndexStatements(const SqlConnection& conn);
 
 }  // namespace kf::store

@@ -53,15 +53,22 @@ std::string KfStatusBackfillSql(const SqlConnection& conn) {
          "k.\"id\")";
 }
 
-std::vector<std::string> IndexStatements() {
-  const std::vector<std::pair<std::string, std::string>> indexes = {
-      // ListKernels / CountKernels by task (newest first) and KernelHistory, covering the history's columns.
+std::vector<std::string> IndexStatements(const SqlConnection& conn) {
+  // Sort columns with NULL as the smallest value, then id: one index serves both directions of a sort.
+  auto sort_index = [&conn](std::string_view column) {
+    return fmt::format("\"kernels\" (\"task_name\", \"{}\"{}, \"id\")", column, conn.NullsOrder(false));
+  };
+  std::vector<std::pair<std::string, std::string>> indexes = {
+      // ListKernels / CountKernels by task (by id) and KernelHistory, covering the history's columns.
       {"kf_ix_kernels_history",
        "\"kernels\" (\"task_name\", \"id\", \"timestamp\", \"status\", \"improve_over_native\", \"score\")"},
       // ListTaskSummaries: GROUP BY task_name, status answered from the index alone.
       {"kf_ix_kernels_summary",
        "\"kernels\" (\"task_name\", \"status\", \"score\", \"improve_over_native\", \"timestamp\")"},
-      {"kf_ix_kernels_task_speedup", "\"kernels\" (\"task_name\", \"improve_over_native\")"},
+      // ListKernels of a task sorted by speedup, score or runtime.
+      {"kf_ix_kernels_task_speedup", sort_index("improve_over_native")},
+      {"kf_ix_kernels_task_score", sort_index("score")},
+      {"kf_ix_kernels_task_runtime", sort_index("runtime")},
       {"kf_ix_kernels_job_id", "\"kernels\" (\"job_id\")"},
       {"kf_ix_kernel_status_task", "\"kf_kernel_status\" (\"task_name\", \"kf_status\")"},
       {"kf_ix_jobs_task_id", "\"jobs\" (\"task_id\", \"id\")"},
@@ -69,6 +76,8 @@ std::vector<std::string> IndexStatements() {
       {"kf_ix_job_logs_job_id", "\"job_logs\" (\"job_id\", \"id\")"},
       {"kf_ix_tasks_task_name", "\"tasks\" (\"task_name\")"},
   };
+  // Pages ordered by id (the newest kernels) step over narrow entries instead of whole rows.
+  if (conn.WantsIdIndex()) indexes.emplace_back("kf_ix_kernels_id", "\"kernels\" (\"id\")");
   std::vector<std::string> out;
   for (const auto& [name, on] : indexes) out.push_back(fmt::format("CREATE INDEX IF NOT EXISTS \"{}\" ON {}", name, on));
   return out;

@@ -101,21 +101,30 @@ std::vector<Json> SqlStore::ListKernels(const KernelQuery& query) {
     types.push_back(c != nullptr ? c->type : T::kVarchar);
   }
   types.push_back(T::kVarchar);
-  std::string sql = fmt::format(
-      "SELECT {}j.\"status\" FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\"{}{}", cols,
-      KfStatusJoin(), KernelWhere(query, kf_status, params));
+  std::string order;
   if (query.last_n > 0) {
-    sql += " ORDER BY k.\"id\" DESC LIMIT " + params.Add(T::kInteger, query.last_n);
+    order = " ORDER BY k.\"id\" DESC";
   } else {
     const char* dir = query.descending ? "DESC" : "ASC";
-    if (query.sort == KernelSort::kId) {
-      sql += fmt::format(" ORDER BY k.\"id\" {}", dir);
-    } else {
-      sql += fmt::format(" ORDER BY {} {} NULLS LAST, k.\"id\" {}", SortColumn(query.sort), dir, dir);
-    }
-    if (query.limit > 0 || query.offset > 0) {
-      sql += LimitOffset(*conn_, params, query.limit, query.offset);
-    }
+    order = query.sort == KernelSort::kId
+                ? fmt::format(" ORDER BY k.\"id\" {}", dir)
+                : fmt::format(" ORDER BY {} {}{}, k.\"id\" {}", SortColumn(query.sort), dir,
+                              conn_->NullsOrder(query.descending), dir);
+  }
+  std::string where = KernelWhere(query, kf_status, params);
+  std::string sql = fmt::format(
+      "SELECT {}j.\"status\" FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\"{}", cols,
+      KfStatusJoin());
+  if (query.last_n > 0 || query.limit > 0 || query.offset > 0) {
+    // A page: its ids first, from the narrow kf_ix_* indexes alone (stepping over `offset` wide rows would
+    // read them all), then the rows of those ids.
+    std::string page = "SELECT k.\"id\" FROM \"kernels\" AS k" + (query.kf_status ? KfStatusJoin() : std::string()) +
+                       where + order;
+    page += query.last_n > 0 ? " LIMIT " + params.Add(T::kInteger, query.last_n)
+                             : LimitOffset(*conn_, params, query.limit, query.offset);
+    sql += " WHERE k.\"id\" IN (" + page + ")" + order;
+  } else {
+    sql += where + order;
   }
   std::vector<Json> rows;
   for (const SqlRow& cells : conn_->Query(sql, params.params(), types)) {

@@ -38,7 +38,7 @@ void EnsureIndexes(SqliteConnection& conn) {
     while (st.Step()) existing.insert(st.ColumnText(0));
   }
   std::vector<std::string> missing;
-  for (const std::string& sql : IndexStatements()) {
+  for (const std::string& sql : IndexStatements(conn)) {
     size_t open = sql.find('"');
     std::string name = sql.substr(open + 1, sql.find('"', open + 1) - open - 1);
     if (existing.count(name) == 0) missing.push_back(sql);

@@ -23,6 +23,8 @@ class SqliteConnection final : public SqlConnection {
   std::string StrPos(std::string_view haystack, std::string_view needle) const override;
   Json NoLimit() const override { return -1; }
   std::string_view ForUpdate() const override { return {}; }
+  std::string_view NullsOrder(bool) const override { return {}; }
+  bool WantsIdIndex() const override { return true; }
   void Begin() override;
   void Commit() override;
   void Rollback() noexcept override;

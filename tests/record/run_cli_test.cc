@@ -48,6 +48,19 @@ class TestScale(TestBase):
         measure_runtime(impl, lambda: None, args=([1.0] * 64,), auto_replicate_inputs_size=0)
 )PY";
 
+/// Writes the py_scale package into `dir`, with an overrides.yml that changes gpu_arch and test_timeout.
+void WritePyScale(const std::filesystem::path& dir) {
+  WriteFile(dir / "config.yaml",
+            "task_name: py_scale\njob_name: py_scale_test\ntask_origin: custom\nlanguage: python\n"
+            "gpu_arch: cpu\nhas_build_step: false\nhas_reference_build_step: false\ntest_reference: true\n"
+            "test_timeout: 120\neval_config:\n  warmup_min_time: 0.02\n  perf_trials_min_time: 0.1\n");
+  // What the run must use: the overrides, not config.yaml (spec §1.5: task config < overrides).
+  WriteFile(dir / "overrides.yml", "gpu_arch: ovr_arch\ntest_timeout: 77\n");
+  WriteFile(dir / "conftest.py", "from kernelfoundry.conftest import *\n");
+  WriteFile(dir / "kernel.py", "# [EVOLVE_START]\ndef scale(xs):\n    return [2 * x for x in xs]\n# [EVOLVE_END]\n");
+  WriteFile(dir / "task.py", kTaskPy);
+}
+
 class RunCliTest : public testing::BackendTest {
  protected:
   void SetUp() override {
@@ -57,15 +70,7 @@ class RunCliTest : public testing::BackendTest {
     if (IsSkipped()) return;
     testing::UseTestCache();
     dir_ = db_->tmp().path() / "py_scale";
-    WriteFile(dir_ / "config.yaml",
-              "task_name: py_scale\njob_name: py_scale_test\ntask_origin: custom\nlanguage: python\n"
-              "gpu_arch: cpu\nhas_build_step: false\nhas_reference_build_step: false\ntest_reference: true\n"
-              "test_timeout: 120\neval_config:\n  warmup_min_time: 0.02\n  perf_trials_min_time: 0.1\n");
-    // What the run must use: the overrides, not config.yaml (spec §1.5: task config < overrides).
-    WriteFile(dir_ / "overrides.yml", "gpu_arch: ovr_arch\ntest_timeout: 77\n");
-    WriteFile(dir_ / "conftest.py", "from kernelfoundry.conftest import *\n");
-    WriteFile(dir_ / "kernel.py", "# [EVOLVE_START]\ndef scale(xs):\n    return [2 * x for x in xs]\n# [EVOLVE_END]\n");
-    WriteFile(dir_ / "task.py", kTaskPy);
+    WritePyScale(dir_);
   }
   std::pair<int, std::string> Kf(const std::string& args) {
     return RunShell("KF_CACHE_DIR='" + std::string(std::getenv("KF_CACHE_DIR")) + "' '" + kf_.string() + "' " + args);
@@ -125,6 +130,23 @@ TEST_P(RunCliTest, UnknownDbSchemeFailsBeforeTheRun) {
       << out;
   EXPECT_EQ(out.find("kf: ["), std::string::npos) << "no phase may start: " << out;
   EXPECT_FALSE(std::filesystem::exists(db_->tmp().path() / "postgresq:"));
+}
+
+// `kf validate --json --run` printed the run's lines after the JSON on stdout; stdout is now the JSON alone.
+TEST(ValidateRunCli, JsonStdoutStaysJson) {
+  std::filesystem::path kf = testing::BinaryDir() / "kf";
+  if (!std::filesystem::exists(kf)) GTEST_SKIP() << "kf is not built (ninja kf)";
+  testing::UseTestCache();
+  testing::TempDir tmp;
+  WritePyScale(tmp.path() / "py_scale");
+  // In a group: RunShell appends its own "2>&1", which must not override ours.
+  auto [rc, out] = RunShell("{ KF_CACHE_DIR='" + std::string(std::getenv("KF_CACHE_DIR")) + "' '" + kf.string() +
+                            "' validate --json --run --no-store '" + (tmp.path() / "py_scale").string() + "' 2>'" +
+                            (tmp.path() / "err").string() + "'; }");
+  ASSERT_EQ(rc, 0) << out;
+  Json doc = ParseJson(out, "stdout");  // throws when anything but the JSON document is on stdout
+  EXPECT_EQ(doc["valid"], true);
+  EXPECT_NE(testing::ReadFile(tmp.path() / "err").find("reference run: PASSED"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RunCliTest, ::testing::Values(Backend::kSqlite, Backend::kPostgres),

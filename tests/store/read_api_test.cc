@@ -154,12 +154,17 @@ TEST_P(ReadApiTest, HistoryOfATaskForPlots) {
 }
 
 TEST_P(ReadApiTest, KernelPagesSortFilterAndCount) {
-  // Speedup, largest first; NULL last; ties by id.
+  // Speedup, largest first; NULL is the smallest value (last when descending, first when ascending).
   KernelQuery by_speedup{.task_name = "alpha", .sort = KernelSort::kSpeedup, .descending = true,
                          .columns = {"id", "improve_over_native", "kf_status"}};
   EXPECT_EQ(Ids(store_->ListKernels(by_speedup)), (std::vector<int64_t>{3, 1, 5, 2, 7}));
   by_speedup.descending = false;
-  EXPECT_EQ(Ids(store_->ListKernels(by_speedup)), (std::vector<int64_t>{2, 5, 1, 3, 7}));
+  EXPECT_EQ(Ids(store_->ListKernels(by_speedup)), (std::vector<int64_t>{7, 2, 5, 1, 3}));
+  by_speedup.limit = 2;
+  by_speedup.offset = 1;
+  EXPECT_EQ(Ids(store_->ListKernels(by_speedup)), (std::vector<int64_t>{2, 5}));
+  by_speedup.limit = 0;
+  by_speedup.offset = 0;
   EXPECT_EQ(Ids(store_->ListKernels({.sort = KernelSort::kId, .descending = true, .columns = {"id"}})),
             (std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1}));
   EXPECT_EQ(Ids(store_->ListKernels({.limit = 3, .offset = 2, .descending = true, .columns = {"id"}})),
@@ -173,9 +178,11 @@ TEST_P(ReadApiTest, KernelPagesSortFilterAndCount) {
   EXPECT_EQ(store_->CountKernels({.status = "correct", .kf_status = "correct"}), 2);
   EXPECT_EQ(Ids(store_->ListKernels({.limit = 2, .sort = KernelSort::kScore, .descending = true, .columns = {"id"}})),
             (std::vector<int64_t>{6, 5}));
-  auto rows = store_->ListKernels(by_speedup);
-  EXPECT_EQ(rows[0]["kf_status"], "value_mismatch");
-  EXPECT_EQ(rows[0]["job_status"], "COMPLETE");
+  auto rows = store_->ListKernels(by_speedup);  // ascending: kernel 7 (no speedup) first
+  EXPECT_EQ(rows[0]["kf_status"], "crash");
+  EXPECT_EQ(rows[0]["job_status"], "FAIL");
+  EXPECT_EQ(rows[1]["kf_status"], "value_mismatch");
+  EXPECT_EQ(rows[1]["job_status"], "COMPLETE");
   // Every column plus the virtual kf_status when no columns are named.
   auto all = store_->ListKernels({.last_n = 1});
   ASSERT_EQ(all.size(), 1u);
