@@ -69,8 +69,9 @@ TaskForRun LoadTaskSource(const std::string& path_or_json, const LoadForRunOptio
 /// applies it with Task::ApplyConfig. No overrides: nothing changes.
 void ApplyOverrides(Task& task, const TaskMetadata& metadata);
 
-/// The task as `kf run` and `kf validate --run` evaluate it: LoadTaskSource, then Task::Validate (throws
-/// kf::Error(kInvalidArgument) listing every problem), then ApplyOverrides.
+/// The task as `kf run` and `kf validate --run` evaluate it: LoadTaskSource, then Task::Validate with the
+/// harness kinds (kf::HarnessTaskKinds; throws kf::Error(kInvalidArgument) listing every problem), then
+/// ApplyOverrides.
 TaskForRun LoadTaskForRun(const std::string& path_or_json, const LoadForRunOptions& options = {});
 
 // ------------------------------------------------------------------------------------------ rows

@@ -1,5 +1,5 @@
 // Build stage (reference spec §4.3): candidate and reference builds in parallel, each in its own fresh work
-// dir with the task materialised, through the task's harness. Also the work-dir and gpu_arch helpers.
+// dir with the task materialised, through the task's harness. Also the gpu_arch helpers.
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +8,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/worker_info.hpp"
+#include "core/temp_dir.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -51,31 +52,16 @@ std::vector<std::string> ResolveGpuArchs(const Task& task, const EvaluateOptions
   return archs;
 }
 
-WorkDir::WorkDir(const fs::path& root, const std::string& prefix, bool keep) : keep_(keep) {
-  fs::path base = root.empty() ? fs::temp_directory_path() : root;
-  std::error_code ec;
-  fs::create_directories(base, ec);
-  std::string tmpl = (base / (prefix + "XXXXXX")).string();
-  if (::mkdtemp(tmpl.data()) == nullptr) {
-    throw Error(ErrorKind::kIO, std::string("cannot create a work directory: ") + std::strerror(errno), tmpl);
-  }
-  path_ = tmpl;
-}
-
-WorkDir::~WorkDir() {
-  if (keep_ || path_.empty()) return;
-  std::error_code ec;
-  // Builds may leave read-only files or directories behind; make them removable first.
-  for (auto it = fs::recursive_directory_iterator(path_, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it->is_directory() && !it->is_symlink()) {
-      fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    }
-  }
-  fs::remove_all(path_, ec);
-}
-
 namespace {
+
+// A build that never started because the evaluation was cancelled while it waited for the host.
+BuildRun CanceledBuild(const fs::path& task_dir) {
+  BuildRun run;
+  run.reason = TerminationReason::kCanceled;
+  run.task_dir = task_dir;
+  run.result.result = ProcessResult{-9, "", "", std::string("Process canceled"), std::nullopt};
+  return run;
+}
 
 // Environment every child of an evaluation gets from the stage.
 std::map<std::string, std::string> StageEnv() {
@@ -85,7 +71,7 @@ std::map<std::string, std::string> StageEnv() {
 BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, const std::string& arch_list,
                   const EvaluateOptions& options, std::vector<fs::path>* kept) {
   const Phase phase = target == BuildTarget::kCandidate ? Phase::kBuildCandidate : Phase::kBuildReference;
-  WorkDir dir(options.work_root, std::string("kf_build_") + BuildTargetName(target) + "_", options.keep_workdir);
+  TempDir dir(options.work_root, std::string("kf_build_") + BuildTargetName(target) + "_", options.keep_workdir);
   if (options.keep_workdir) kept->push_back(dir.path());
   BuildRequest req;
   req.target = target;
@@ -97,6 +83,10 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
   req.limits = HarnessLimits::FromConfig(task.config);
   req.env = StageEnv();
   req.on_line = options.on_output_line;
+  req.stop = options.stop;
+  DeviceSlots& slots = options.slots ? *options.slots : ProcessDeviceSlots();
+  DeviceSlots::Lease lease = slots.ForBuild(options.stop);
+  if (!lease.held()) return CanceledBuild(req.task_dir);
   if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
   BuildRun run = harness.Build(req);
   run.task_dir = req.task_dir;
@@ -111,22 +101,22 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
 
 }  // namespace
 
-BuildStageResult RunBuildStage(const Harness& harness, Task& task, bool build_candidate, bool build_reference,
-                               const std::string& arch_list, const EvaluateOptions& options) {
+BuildStageResult RunBuildStage(const Harness& harness, Task& task, const BuildPlan& plan,
+                               const EvaluateOptions& options) {
   BuildStageResult out;
   std::vector<fs::path> kept_candidate, kept_reference;
   // The reference builds in its own thread while the candidate builds in this one (RunProcess is
   // thread-safe; each build has its own tree).
   std::future<BuildRun> reference;
-  if (build_reference) {
+  if (plan.reference) {
     reference = std::async(std::launch::async, [&] {
-      return BuildOne(harness, task, BuildTarget::kReference, arch_list, options, &kept_reference);
+      return BuildOne(harness, task, BuildTarget::kReference, plan.arch_list, options, &kept_reference);
     });
   }
   std::exception_ptr candidate_error;
-  if (build_candidate) {
+  if (plan.candidate) {
     try {
-      out.candidate = BuildOne(harness, task, BuildTarget::kCandidate, arch_list, options, &kept_candidate);
+      out.candidate = BuildOne(harness, task, BuildTarget::kCandidate, plan.arch_list, options, &kept_candidate);
     } catch (...) {
       candidate_error = std::current_exception();
     }
@@ -138,6 +128,10 @@ BuildStageResult RunBuildStage(const Harness& harness, Task& task, bool build_ca
   out.kept_dirs = kept_candidate;
   out.kept_dirs.insert(out.kept_dirs.end(), kept_reference.begin(), kept_reference.end());
   return out;
+}
+
+BuildStageResult LocalStageRunner::Build(Task& task, const BuildPlan& plan, const EvaluateOptions& options) {
+  return RunBuildStage(harness_, task, plan, options);
 }
 
 }  // namespace kf

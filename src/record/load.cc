@@ -6,7 +6,7 @@
 
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
-#include "kernelfoundry/pytest_collect.hpp"
+#include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/record.hpp"
 
 namespace kf {
@@ -66,7 +66,7 @@ TaskForRun LoadTaskSource(const std::string& path_or_json, const LoadForRunOptio
     TaskCreateOptions create;
     create.discover_tests = options.discover_tests;
     create.cache_dir = options.cache_dir;
-    if (options.discover_tests) create.collector = PytestCollector();
+    create.kinds = HarnessTaskKinds();  // each package kind's own test collector (pytest, native)
     auto [task, metadata] = Task::Create(arg, create);
     out.task = std::move(task);
     out.metadata = std::move(metadata);
@@ -85,7 +85,7 @@ void ApplyOverrides(Task& task, const TaskMetadata& metadata) {
 
 TaskForRun LoadTaskForRun(const std::string& path_or_json, const LoadForRunOptions& options) {
   TaskForRun loaded = LoadTaskSource(path_or_json, options);
-  loaded.task.Validate();
+  loaded.task.Validate(HarnessTaskKinds());
   ApplyOverrides(loaded.task, loaded.metadata);
   return loaded;
 }
