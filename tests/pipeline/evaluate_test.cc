@@ -232,7 +232,7 @@ TEST_F(PyScale, CliRunAndValidateRun) {
   auto [rc2, out2] = testing::RunShell(Kf("validate '" + dir_.string() + "' --run --db '" + db.string() + "'"));
   EXPECT_EQ(rc2, 0) << out2;
   EXPECT_NE(out2.find("reference run: PASSED (reference_only)"), std::string::npos) << out2;
-  auto store = SqliteStore::Open(db, SqliteOptions{true});
+  auto store = OpenStore(db.string(), {.read_only = true});
   std::vector<Json> kernels = store->ListKernels({});
   ASSERT_EQ(kernels.size(), 1u);
   EXPECT_EQ(kernels[0]["job_status"], "VALIDATED");

@@ -80,7 +80,7 @@ TEST(ReluCpuE2E, CorrectWithSpeedupStoredAndSecondRunUsesTheBuildCache) {
 
   // SQLite: one COMPLETE job, the task, one kernel row, the process logs.
   {
-    auto store = SqliteStore::Open(db, SqliteOptions{true});
+    auto store = OpenStore(db.string(), {.read_only = true});
     std::vector<Json> kernels = store->ListKernels({});
     ASSERT_EQ(kernels.size(), 1u);
     const Json& k = kernels[0];

@@ -189,8 +189,10 @@ def test_stored_results_are_readable(tmp_path):
                 store.job(12345)
             with pytest.raises(ValueError):
                 store.kernels(columns=["no_such_column"])
-    with pytest.raises(NotImplementedError):
-        open_store("postgresql://localhost/kernels")
+    with pytest.raises(OSError):  # a PostgreSQL URL is understood; nothing listens on port 1
+        open_store("postgresql://kf@127.0.0.1:1/kernels")
+    with pytest.raises(ValueError):  # an unknown scheme is an error, not a file name
+        open_store("mysql://localhost/kernels")
     os.chmod(db, 0o444)  # read-only access is enough
     assert len(open_store(db).kernels()) == 1
     sqlite3.connect(db).close()
