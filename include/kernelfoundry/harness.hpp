@@ -189,8 +189,9 @@ MemoryFileMap CollectArtifacts(const std::filesystem::path& task_dir, const std:
 /// seconds", "Process killed due to inactivity", …; nullopt for a normal exit.
 std::optional<std::string> TerminationMessage(const ProcessRun& run, const ProcessOptions& options);
 
-/// The Python interpreter for task-side code: $KF_PYTHON, else /usr/bin/python3.
+/// The Python interpreter for task-side code: kf::TaskPythonInterpreter() (resources.hpp).
 std::string TaskPython();
-/// The directory holding the `kernelfoundry` Python package: $KF_PYTHON_DIR, else the build-time path.
+/// The directory holding the `kernelfoundry` Python package: kf::TaskPythonDir() (resources.hpp); throws its
+/// kf::Error(kNotFound) when there is none.
 std::filesystem::path TaskPythonPath();
 }  // namespace kf

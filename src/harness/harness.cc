@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/resources.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -219,14 +220,8 @@ std::optional<std::string> TerminationMessage(const ProcessRun& run, const Proce
   return std::nullopt;
 }
 
-std::string TaskPython() {
-  if (const char* env = std::getenv("KF_PYTHON"); env && *env) return env;
-  return "/usr/bin/python3";
-}
+std::string TaskPython() { return TaskPythonInterpreter(); }
 
-fs::path TaskPythonPath() {
-  if (const char* env = std::getenv("KF_PYTHON_DIR"); env && *env) return env;
-  return KF_PYTHON_DIR;
-}
+fs::path TaskPythonPath() { return TaskPythonDir().path; }
 
 }  // namespace kf
