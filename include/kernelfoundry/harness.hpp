@@ -199,9 +199,10 @@ TaskKindLookup HarnessTaskKinds();
 /// HarnessDescriptorFor(task.config).make(task).
 std::unique_ptr<Harness> MakeHarness(const Task& task);
 
-/// The Python interpreter for task-side code: $KF_PYTHON, else /usr/bin/python3.
+/// The Python interpreter for task-side code: kf::TaskPythonInterpreter() (resources.hpp).
 std::string TaskPython();
-/// The directory holding the `kernelfoundry` Python package: $KF_PYTHON_DIR, else the build-time path.
+/// The directory holding the `kernelfoundry` Python package: kf::TaskPythonDir() (resources.hpp); throws its
+/// kf::Error(kNotFound) when there is none.
 std::filesystem::path TaskPythonPath();
 
 /// The end-of-run marker for pytest runs: pytest's final summary line (kernelfoundry/pytest_summary.hpp).

@@ -10,6 +10,11 @@ namespace {
 
 std::string Ms(double v) { return v > 0 ? fmt::format("{:.4g}", v) : "-"; }
 std::string Speedup(double v) { return v > 0 ? fmt::format("{:.3f}x", v) : "-"; }
+// A benchmark's speedup; a paired one with its 95 % interval: "1.020x [0.990, 1.050]".
+std::string RowSpeedup(const BenchmarkRow& b) {
+  if (!b.paired || b.speedup <= 0 || b.speedup_ci_low <= 0 || b.speedup_ci_high <= 0) return Speedup(b.speedup);
+  return fmt::format("{:.3f}x [{:.3f}, {:.3f}]", b.speedup, b.speedup_ci_low, b.speedup_ci_high);
+}
 
 void Print(std::FILE* out, const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), out);
@@ -69,11 +74,11 @@ void ConsoleReporter::PrintRunVerdict(const Evaluation& ev) const {
   bool multi_arch = ev.archs.size() > 1;
   using A = TextTable::Align;
   std::vector<TextTable::Column> columns = {
-      {"benchmark", A::kLeft}, {"reference ms", A::kRight}, {"candidate ms", A::kRight}, {"speedup", A::kRight}};
+      {"benchmark", A::kLeft}, {"reference ms", A::kRight}, {"candidate ms", A::kRight}, {"speedup [95% CI]", A::kRight}};
   if (multi_arch) columns.insert(columns.begin(), {"arch", A::kLeft});
   TextTable table(columns);
   for (const BenchmarkRow& b : r.benchmarks) {
-    std::vector<std::string> row = {b.name, Ms(b.reference_mean_ms), Ms(b.candidate_mean_ms), Speedup(b.speedup)};
+    std::vector<std::string> row = {b.name, Ms(b.reference_mean_ms), Ms(b.candidate_mean_ms), RowSpeedup(b)};
     if (multi_arch) row.insert(row.begin(), b.arch);
     table.AddRow(std::move(row));
   }

@@ -5,7 +5,7 @@
 // this header; that TU gets `int main`.
 //
 //   #define KF_TASK_MAIN
-//   #include "kernelfoundry/task_sdk.hpp"
+//   #include "kernelfoundry/sdk/task_sdk.hpp"
 //   KF_TEST(test_values_match) { ... kf::sdk::assert_allclose(out, ref); }
 //   KF_BENCHMARK(bench_matmul) { kf::sdk::measure_runtime([&] { run(); }, [&] { clFinish(q); }); }
 //
