@@ -209,8 +209,8 @@ class Worker {
 /// An empty name gives "kf@<hostname>".
 std::string ExpandNodeName(const std::string& name);
 
-/// Opens the worker's store from a --db value: a path or sqlite:///path → SqliteStore. Other schemes
-/// (postgresql://…) throw kf::Error(kUnsupported) until the store factory exists. Empty → nullptr.
+/// Opens the worker's store from a --db value with kf::OpenStore (a SQLite path, sqlite:///path or a
+/// postgresql:// URL; an unknown scheme throws kf::Error(kInvalidArgument)). Empty → nullptr.
 std::unique_ptr<Store> OpenWorkerStore(const std::string& db);
 
 }  // namespace kf

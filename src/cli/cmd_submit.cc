@@ -2,7 +2,7 @@
 // workers (kf workers or the reference's), scored and stored here exactly as `kf run --broker` does.
 //
 //   kf submit TASK --candidates FILE…|DIR [--broker URL] [--parallel N] [--gpu-arch ARCH] [--no-reference]
-//             [--db PATH] [--no-store] [--json OUT]
+//             [--db PATH|URL] [--no-store] [--json OUT]
 //
 // A DIR contributes its regular files (sorted by name). --parallel candidates are in flight at once (default
 // 4; each has its own broker connection). A progress line on stderr says done / running / queued / failed
@@ -28,6 +28,8 @@
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/farm.hpp"
+#include "kernelfoundry/record.hpp"
+#include "kernelfoundry/store.hpp"
 
 namespace kf::cli {
 namespace {
@@ -126,17 +128,11 @@ class Progress {
 };
 
 int RunSubmit(const SubmitOptions& o) {
-  LoadedTask loaded = LoadTask(o.task, /*discover_tests=*/true);
-  loaded.task.Validate(HarnessTaskKinds());
-  const Json& meta = loaded.metadata;
-  if (meta.is_object() && meta.contains("overrides") && meta["overrides"].is_object()) {
-    loaded.task.ApplyConfig(MergeConfig(loaded.task.config, meta["overrides"]));
-  }
+  TaskForRun loaded = LoadTaskForRunArg(o.task);
   const std::vector<std::string> files = ExpandCandidates(o.candidates);
   const BrokerUrl url = ParseBrokerUrl(o.broker.empty() ? DefaultBrokerUrl() : o.broker);
-  const std::string db = o.db.empty() ? DefaultDbPath().string() : o.db;
-  std::unique_ptr<SqliteStore> store;
-  if (!o.no_store) store = SqliteStore::Open(db);
+  std::unique_ptr<Store> store;
+  if (!o.no_store) store = OpenStore(StoreUrlOf(o.db));
 
   EvaluateOptions eo;
   if (!o.gpu_arch.empty()) eo.gpu_arch = o.gpu_arch;
@@ -158,12 +154,11 @@ int RunSubmit(const SubmitOptions& o) {
       const Clock::time_point t0 = Clock::now();
       try {
         std::optional<BlockUpdate> candidate = BlockUpdate{BlockUpdateShort{{"EVOLVE", ReadInput(files[i])}}};
-        auto run = [&] { return Evaluate(loaded.task, candidate, eo); };
         Evaluation ev;
         if (store) {
-          out.recorded = RecordRun(*store, loaded.task, /*validate=*/false, run, &ev);
+          out.recorded = EvaluateAndRecord(*store, loaded.task, candidate, eo, RecordOptions{}, &ev);
         } else {
-          ev = run();
+          ev = Evaluate(loaded.task, candidate, eo);
         }
         out.evaluated = true;
         out.status = std::string(EvalStatusName(ev.result.status));
@@ -203,7 +198,7 @@ int RunSubmit(const SubmitOptions& o) {
     doc.push_back(std::move(j));
   }
   std::fprintf(human, "%zu of %zu candidates evaluated%s\n", evaluated, outcomes.size(),
-               store ? (", stored in " + db).c_str() : "");
+               store ? (", stored in " + store->Describe()).c_str() : "");
   if (!o.json.empty()) {
     const std::string text = DumpJson(doc, 2) + "\n";
     if (o.json == "-") {
@@ -227,7 +222,9 @@ KF_REGISTER_COMMAND("submit", [](CLI::App& app, int* exit_code) {
   cmd->add_option("--parallel,-j", o->parallel, "Candidates in flight at once (default 4)")->check(CLI::PositiveNumber);
   cmd->add_option("--gpu-arch", o->gpu_arch, "Override config gpu_arch (comma list = several archs)");
   cmd->add_flag("--no-reference", o->no_reference, "Do not build/test the reference (no speedup)");
-  cmd->add_option("--db", o->db, "SQLite results database (default $KF_DB, else runs/kernels.sqlite3)");
+  cmd->add_option("--db", o->db,
+                  "Results database: a SQLite path, sqlite:///path or postgresql://user@host:port/db "
+                  "(default $KF_DB, else runs/kernels.sqlite3)");
   cmd->add_flag("--no-store", o->no_store, "Do not write to the database");
   cmd->add_option("--json", o->json, "Write one JSON entry per candidate to this file (- = stdout)");
   cmd->callback([o, exit_code]() { *exit_code = RunSubmit(*o); });

@@ -1,6 +1,6 @@
 // What a worker writes to its store for every finished job (reference spec §5.6 tables): a jobs row, the
 // tasks row, and job_logs rows (an INFO summary with the Celery facts, one RAW row per process result).
-// Until the record module's OpenStore(url) exists, --db takes a SQLite path (OpenWorkerStore).
+// --db is any store URL kf::OpenStore takes (OpenWorkerStore).
 #include <fmt/format.h>
 
 #include "kernelfoundry/error.hpp"
@@ -155,15 +155,7 @@ std::string RecordJob(Store& store, const JobRecord& rec) {
 
 std::unique_ptr<Store> OpenWorkerStore(const std::string& db) {
   if (db.empty()) return nullptr;
-  std::string path = db;
-  if (path.rfind("sqlite:///", 0) == 0) {
-    path = path.substr(10);
-  } else if (path.find("://") != std::string::npos) {
-    throw Error(ErrorKind::kUnsupported,
-                "unsupported database URL scheme (this build of kf worker stores to SQLite: a path or sqlite:///path)",
-                db, "--db");
-  }
-  return SqliteStore::Open(path);
+  return OpenStore(db);
 }
 
 }  // namespace kf

@@ -124,7 +124,7 @@ TEST_F(FarmE2E, PythonCeleryClientFindsAndUsesKfWorker) {
   ASSERT_TRUE(WIFEXITED(ws)) << worker.Log();
   EXPECT_EQ(WEXITSTATUS(ws), 0);
   // Every job recorded: build, test and the two sleeps COMPLETE; the bad build FAIL.
-  auto store = SqliteStore::Open(db);
+  auto store = OpenStore(db.string());
   std::multiset<std::string> statuses;
   for (int id = 1; id <= 5; ++id) statuses.insert(store->GetJob(id)["status"].get<std::string>());
   EXPECT_EQ(statuses, (std::multiset<std::string>{"COMPLETE", "COMPLETE", "COMPLETE", "COMPLETE", "FAIL"}));
@@ -153,7 +153,7 @@ TEST_F(FarmE2E, KfRunGetsVerdictsFromAPythonCeleryWorker) {
   Json wrong = ParseJson(ReadFile(dir_.path() / "wrong.json"), "wrong.json");
   EXPECT_EQ(wrong["status"], "value_mismatch") << wrong["status_detail"];
 
-  auto store = SqliteStore::Open(dir_.path() / "client.sqlite3");
+  auto store = OpenStore((dir_.path() / "client.sqlite3").string());
   EXPECT_EQ(store->GetJob(1)["status"], "COMPLETE");
   EXPECT_EQ(store->ListKernels({}).size(), 2u);
   worker.Signal(SIGTERM, /*group=*/true);
@@ -190,13 +190,13 @@ TEST_F(FarmE2E, SigkillMidTestRedeliversToASecondWorker) {
   Json out = ParseJson(ReadFile(dir_.path() / "out.json"), "out.json");
   EXPECT_EQ(out["status"], "correct");
   // The client recorded one job, COMPLETE.
-  auto client_db = SqliteStore::Open(dir_.path() / "client.sqlite3");
+  auto client_db = OpenStore((dir_.path() / "client.sqlite3").string());
   EXPECT_EQ(client_db->GetJob(1)["status"], "COMPLETE");
   testing::ExpectError(ErrorKind::kNotFound, [&] { client_db->GetJob(2); });
   // The workers recorded the build (by a) and one test (by b): two COMPLETE jobs, nothing else.
   b.Signal(SIGTERM);
   b.Wait(30);
-  auto worker_db = SqliteStore::Open(db);
+  auto worker_db = OpenStore(db.string());
   EXPECT_EQ(worker_db->GetJob(1)["status"], "COMPLETE");
   EXPECT_EQ(worker_db->GetJob(2)["status"], "COMPLETE");
   testing::ExpectError(ErrorKind::kNotFound, [&] { worker_db->GetJob(3); });
@@ -425,7 +425,7 @@ TEST_F(FarmE2E, SlowTwoWorkersFortyMixedCandidates) {
   EXPECT_EQ(candidates.size(), 40u);
   EXPECT_NE(out.find("done 40/40"), std::string::npos) << out;
   // The client stored 40 verdicts, one job each.
-  auto store = SqliteStore::Open(client_db);
+  auto store = OpenStore(client_db.string());
   std::vector<Json> kernels = store->ListKernels({});
   EXPECT_EQ(kernels.size(), 40u);
   std::set<int64_t> jobs;
@@ -441,7 +441,7 @@ TEST_F(FarmE2E, SlowTwoWorkersFortyMixedCandidates) {
   b.Wait(30);
   EXPECT_NE(a.Log().find("SUCCESS"), std::string::npos);
   EXPECT_NE(b.Log().find("SUCCESS"), std::string::npos);
-  auto workers = SqliteStore::Open(db);
+  auto workers = OpenStore(db.string());
   int complete = 0;
   for (int id = 1;; ++id) {
     try {

@@ -270,7 +270,9 @@ TEST_F(WorkerDevices, TimedPhasesOfTwoSlotsNeverShareADeviceButCorrectnessRunsOv
       for (const PhaseSpan& c : corr) {
         // A timed run on the host excludes every other use of the host (the other job's correctness run);
         // on a GPU the other job's correctness run may overlap it (it holds the device shared).
-        if (arch == "cpu") EXPECT_FALSE(testing::Overlap(p, c)) << "timed run on the host during a correctness run";
+        if (arch == "cpu") {
+          EXPECT_FALSE(testing::Overlap(p, c)) << "timed run on the host during a correctness run";
+        }
       }
     }
   }

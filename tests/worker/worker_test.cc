@@ -445,7 +445,7 @@ TEST_F(WorkerTest, ReconnectsAndPublishesTheReplyOfAJobThatOutlivedItsConnection
 
 TEST_F(WorkerTest, RecordsEveryJobInTheStore) {
   testing::TempDir dir;
-  auto store = SqliteStore::Open(dir.path() / "farm.sqlite3");
+  auto store = OpenStore((dir.path() / "farm.sqlite3").string());
   WorkerOptions o = Options();
   o.store = store.get();
   StartWorker(o);
@@ -604,12 +604,13 @@ TEST(WorkerOptionsTest, RefusesIncompleteOptions) {
   testing::ExpectError(ErrorKind::kInvalidArgument, [&] { Worker w(o); });
 }
 
-TEST(WorkerStoreUrl, SqlitePathsOnlyUntilTheStoreFactory) {
+TEST(WorkerStoreUrl, OpensStoreUrlsAndRefusesUnknownSchemes) {
   testing::TempDir dir;
   EXPECT_EQ(OpenWorkerStore(""), nullptr);
   EXPECT_NE(OpenWorkerStore("sqlite:///" + (dir.path() / "a.sqlite3").string()), nullptr);
   EXPECT_NE(OpenWorkerStore((dir.path() / "b.sqlite3").string()), nullptr);
-  testing::ExpectError(ErrorKind::kUnsupported, [] { OpenWorkerStore("postgresql://postgres@127.0.0.1:5432/kf"); });
+  // Regression: an unknown scheme must not become a SQLite file under a directory named "mysql:".
+  testing::ExpectError(ErrorKind::kInvalidArgument, [] { OpenWorkerStore("mysql://root@127.0.0.1:3306/kf"); });
 }
 
 }  // namespace
