@@ -136,7 +136,7 @@ bool Overlap(const PhaseSpan& a, const PhaseSpan& b) { return a.start_us < b.end
 Task MakeFakeStageTask(const std::string& language, const std::string& arch) {
   MemoryFileMap files;
   files.Set("config.yaml", fmt::format("task_name: fake\njob_name: fake_job\nlanguage: {}\ngpu_arch: {}\n"
-                                       "has_reference_build_step: false\n",
+                                       "has_reference_build_step: false\neval_config:\n  timing:\n    mode: separate\n",
                                        language, arch));
   files.Set("kernel.cpp", "// [EVOLVE_START]\nint k() { return 1; }\n// [EVOLVE_END]\n");
   TaskCreateOptions o;
