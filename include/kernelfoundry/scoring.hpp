@@ -53,6 +53,10 @@ enum class EvalStatus {
   kSkipped,            ///< 0: not evaluated here (e.g. every correctness test skipped: no device)
   kReferenceFailed,    ///< 0: the reference's own correctness run failed; nothing can be compared
   kEvaluationError,    ///< 0: an exception during evaluation (set by the caller)
+  /// 0: OUR environment failed (cache dir not creatable, work dir not writable, interpreter or shell
+  /// missing, the test program could not be started): never a score of the candidate, never cached as a
+  /// verdict; the detail names the path. Reference-compatible status "error".
+  kInfrastructureError,
 };
 
 /// Stable snake_case name ("correct", "no_reference", "value_mismatch", …).

@@ -1,6 +1,8 @@
 // Test discovery driver: cache lookup, materialisation into a temp dir, collector call, cache write.
 #include "kernelfoundry/test_discovery.hpp"
 
+#include "core/live_dirs.hpp"
+
 #include <fmt/format.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -33,8 +35,10 @@ class ScopedTempDir {
     if (mkdtemp(tmpl.data()) == nullptr)
       throw Error(ErrorKind::kIO, "cannot create a temporary directory for test discovery", tmpl);
     path_ = tmpl;
+    internal::RegisterLiveDir(path_);  // removed by kf's termination handler if kf is stopped meanwhile
   }
   ~ScopedTempDir() {
+    internal::UnregisterLiveDir(path_);
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }
@@ -89,13 +93,6 @@ void WriteCache(const std::filesystem::path& file, const TestLists& lists) {
 }
 
 }  // namespace
-
-std::filesystem::path DefaultCacheDir() {
-  if (const char* env = std::getenv("KF_CACHE_DIR"); env != nullptr && *env != '\0') return env;
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    return std::filesystem::path(home) / ".cache" / "kernelfoundry";
-  return std::filesystem::temp_directory_path() / "kernelfoundry-cache";
-}
 
 bool AffectsTestCollection(std::string_view path) {
   std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);

@@ -11,13 +11,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "exec/capture.hpp"
 #include "exec/cgroup.hpp"
 #include "exec/end_marker.hpp"
 #include "exec/internal.hpp"
+#include "exec/landlock.hpp"
 #include "exec/run_state.hpp"
 #include "exec/shepherd.hpp"
 #include "kernelfoundry/error.hpp"
@@ -29,6 +34,60 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// Runs in flight, for kf's termination handler (AbortAllRunsForShutdown): a duplicate of each run's shepherd
+// socket (owned here, so a kill can be sent whatever the runner thread is doing).
+struct LiveRuns {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<const void*, int> sockets;
+  bool shutting_down = false;
+};
+
+LiveRuns& Live() {
+  static LiveRuns* live = new LiveRuns;  // never destroyed: used from the termination handler
+  return *live;
+}
+
+[[noreturn]] void Park() {
+  while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+void ParkIfShuttingDown() {
+  LiveRuns& l = Live();
+  std::unique_lock<std::mutex> lock(l.mu);
+  if (l.shutting_down) {
+    lock.unlock();
+    Park();
+  }
+}
+
+void RegisterRun(const void* runner, int sock) {
+  LiveRuns& l = Live();
+  int dup = fcntl(sock, F_DUPFD_CLOEXEC, 3);
+  std::unique_lock<std::mutex> lock(l.mu);
+  if (l.shutting_down) {
+    if (dup >= 0) send(dup, &kCmdKill, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (dup >= 0) close(dup);
+    return;  // the runner sees its tree die; it parks when it unregisters
+  }
+  if (dup >= 0) l.sockets[runner] = dup;
+}
+
+// After the run's tree is gone. Parks the thread when kf is stopping (its result must not be used).
+void UnregisterRun(const void* runner) {
+  LiveRuns& l = Live();
+  std::unique_lock<std::mutex> lock(l.mu);
+  if (auto it = l.sockets.find(runner); it != l.sockets.end()) {
+    close(it->second);
+    l.sockets.erase(it);
+    l.cv.notify_all();
+  }
+  if (l.shutting_down) {
+    lock.unlock();
+    Park();
+  }
+}
 
 /// Closes a descriptor on scope exit.
 struct Fd {
@@ -89,6 +148,8 @@ class Runner {
   std::vector<std::string> args_, env_, join_files_;
   std::string path_, cwd_, kill_file_, procs_file_, v2_join_file_;
   std::vector<RlimitSetting> rlimits_;
+  std::vector<std::string> writable_;
+  LandlockPlan landlock_;
 };
 
 void Runner::Run() {
@@ -104,6 +165,15 @@ void Runner::Run() {
 Runner::~Runner() {
   if (shepherd_ > 0) {  // left by an exception: EOF on the socket makes the shepherd kill the tree
     sock_.Reset();
+    {
+      LiveRuns& l = Live();
+      std::lock_guard<std::mutex> lock(l.mu);
+      if (auto it = l.sockets.find(this); it != l.sockets.end()) {
+        close(it->second);
+        l.sockets.erase(it);
+        l.cv.notify_all();
+      }
+    }
     int status = 0;
     while (waitpid(shepherd_, &status, 0) < 0 && errno == EINTR) {
     }
@@ -172,6 +242,20 @@ bool Runner::Prepare() {
     run_->limits["open_files"] = "RLIMIT_NOFILE";
   }
   if (rlimits_.size() > 8 || join_files_.size() > 4) throw Error(ErrorKind::kInternal, "too many limits");
+  if (o_.filesystem_isolation) {
+    const int abi = LandlockAbi();
+    run_->isolation = LandlockDescription(abi);
+    if (abi < 1 && o_.filesystem_isolation->required) {
+      st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": filesystem isolation is required but " +
+                        run_->isolation;
+      return false;
+    }
+    for (const auto& p : o_.filesystem_isolation->writable_paths) writable_.push_back(p.string());
+    if (!MakeLandlockPlan(abi, writable_, &landlock_)) {
+      throw Error(ErrorKind::kInvalidArgument, "too many writable paths for filesystem isolation", "",
+                  "filesystem_isolation.writable_paths");
+    }
+  }
   return true;
 }
 
@@ -217,6 +301,7 @@ void Runner::Spawn() {
   plan.cgroup_procs = procs_file_.empty() ? nullptr : procs_file_.c_str();
   for (const auto& r : rlimits_) plan.rlimits[plan.n_rlimits++] = r;
   plan.no_network = o_.no_network;
+  plan.landlock = landlock_;
   plan.kill_grace_ms = static_cast<int>(std::max<int64_t>(0, o_.kill_grace.count()));
 
   start_ = Clock::now();
@@ -228,6 +313,7 @@ void Runner::Spawn() {
   err_w.Reset();
   sock_w.Reset();
   res_w.Reset();
+  RegisterRun(this, sock_.fd);
   if (res_.fd.fd >= 0) SetNonBlocking(res_.fd.fd);
   SetNonBlocking(out_.fd.fd);
   SetNonBlocking(err_.fd.fd);
@@ -406,6 +492,7 @@ void Runner::Loop() {
   while (waitpid(shepherd_, &status, 0) < 0 && errno == EINTR) {
   }
   shepherd_ = -1;
+  UnregisterRun(this);
 }
 
 void Runner::Finish() {
@@ -426,10 +513,25 @@ void Runner::Finish() {
 }  // namespace
 }  // namespace exec_internal
 
+std::string FilesystemIsolationSupport() { return exec_internal::LandlockDescription(exec_internal::LandlockAbi()); }
+
+int AbortAllRunsForShutdown(std::chrono::milliseconds wait) {
+  exec_internal::LiveRuns& l = exec_internal::Live();
+  std::unique_lock<std::mutex> lock(l.mu);
+  l.shutting_down = true;
+  const int n = static_cast<int>(l.sockets.size());
+  for (const auto& [runner, sock] : l.sockets) {
+    send(sock, &exec_internal::kCmdKill, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  l.cv.wait_for(lock, wait, [&] { return l.sockets.empty(); });
+  return n;
+}
+
 ProcessRun RunProcess(const ProcessOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {
     throw Error(ErrorKind::kInvalidArgument, "RunProcess needs a command (argv is empty)", "", "argv");
   }
+  exec_internal::ParkIfShuttingDown();
   ProcessRun run;
   exec_internal::Runner runner(options, &run);
   runner.Run();

@@ -59,6 +59,14 @@ ResultDoc ParseResultDoc(const std::string& text) {
   if (doc.contains("elapsed_ms") && doc["elapsed_ms"].is_number() && doc["elapsed_ms"].get<double>() >= 0) {
     out.elapsed_s = doc["elapsed_ms"].get<double>() / 1000.0;
   }
+  if (doc.contains("build_error") && !doc["build_error"].is_null()) {
+    const Json& b = doc["build_error"];
+    if (!b.is_object() || !b.contains("message") || !b["message"].is_string()) {
+      throw bad("build_error", "an object {\"message\": string, \"log\": string}");
+    }
+    out.build_error = ResultDoc::BuildError{b["message"].get<std::string>(),
+                                            b.contains("log") && b["log"].is_string() ? b["log"].get<std::string>() : ""};
+  }
   if (doc.contains("skipped_reason") && doc["skipped_reason"].is_string()) {
     out.skipped_reason = doc["skipped_reason"].get<std::string>();
   }

@@ -22,6 +22,12 @@ struct ResultDoc {
   Json runtimes = Json::object();            ///< {name: [ms, ...]}
   std::optional<std::string> skipped_reason;
   std::optional<double> elapsed_s;  ///< the program's own time from main() to the document ("elapsed_ms"), seconds
+  /// Code the program compiles at run time (OpenCL, NVRTC…) did not build: {"message", "log"} of the first
+  /// failure (task_sdk.hpp, kf::sdk::BuildFailure). nullopt when absent.
+  struct BuildError {
+    std::string message, log;
+  };
+  std::optional<BuildError> build_error;
   int Count(const std::string& status) const;
 };
 

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "harness/isolation.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
 
@@ -83,7 +84,9 @@ struct PhaseRun {
   double wall_s = 0;
 };
 
-PhaseRun RunPytestPhase(const TestRequest& req, Phase phase, std::vector<std::string> argv) {
+// `run_dir`: the run's private directory, the only place it may write (isolation.hpp).
+PhaseRun RunPytestPhase(const TestRequest& req, Phase phase, std::vector<std::string> argv,
+                        const fs::path& run_dir) {
   ProcessOptions o;
   o.argv = std::move(argv);
   o.cwd = req.task_dir;
@@ -95,6 +98,7 @@ PhaseRun RunPytestPhase(const TestRequest& req, Phase phase, std::vector<std::st
   o.inactivity_timeout = req.limits.test_inactivity_timeout;
   o.end_marker = EndMarker{"pytest", req.limits.end_marker_grace};
   o.on_line = req.on_line;
+  IsolateChild(o, {}, run_dir);
 
   if (req.progress) req.progress(PhaseEvent{phase, req.variant.key, req.gpu_arch, false, false, 0, ""});
   ProcessRun run = RunProcess(o);
@@ -173,6 +177,7 @@ class PytestHarness final : public Harness {
     o.wall_timeout = req.limits.build_timeout;
     o.inactivity_timeout = req.limits.build_inactivity_timeout;
     o.on_line = req.on_line;
+    IsolateChild(o, {req.work_dir}, req.work_dir / "tmp");
 
     ProcessRun run = RunProcess(o);
     BuildRun out;
@@ -251,7 +256,8 @@ class PytestHarness final : public Harness {
     std::vector<std::string> argv = base("not performance");
     argv.insert(argv.end(), options.begin(), options.end());
     argv.push_back("task.py");
-    PhaseRun correctness = RunPytestPhase(req, Phase::kCorrectness, argv);
+    PhaseRun correctness =
+        RunPytestPhase(req, Phase::kCorrectness, argv, req.work_dir / ("run_" + req.variant.key + "_correctness"));
     EmitDone(req, Phase::kCorrectness, correctness);
     out.correctness = correctness.outcome;
     out.correctness_stop = correctness.reason;
@@ -259,14 +265,14 @@ class PytestHarness final : public Harness {
     out.result.correctness_result = std::move(correctness.result);
     if (out.correctness != PhaseOutcome::kPassed) return out;
 
-    const fs::path runtimes = req.work_dir / ("runtimes_" + req.variant.key + ".json");
-    std::error_code ec;
-    fs::remove(runtimes, ec);
+    // The runtimes file lives in the run's private directory (recreated empty by RunPytestPhase).
+    const fs::path perf_dir = req.work_dir / ("run_" + req.variant.key + "_performance");
+    const fs::path runtimes = perf_dir / ("runtimes_" + req.variant.key + ".json");
     argv = base("performance");
     argv.push_back("--performance-out=" + runtimes.string());
     argv.insert(argv.end(), options.begin(), options.end());
     argv.push_back("task.py");
-    PhaseRun perf = RunPytestPhase(req, Phase::kPerformance, argv);
+    PhaseRun perf = RunPytestPhase(req, Phase::kPerformance, argv, perf_dir);
     if (perf.outcome == PhaseOutcome::kPassed) {
       bool ok = false;
       std::string text = ReadText(runtimes, &ok);

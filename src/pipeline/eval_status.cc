@@ -17,7 +17,7 @@ struct StatusInfo {
   int perf_score;
 };
 
-constexpr std::array<StatusInfo, 23> kStatuses = {{
+constexpr std::array<StatusInfo, 24> kStatuses = {{
     {EvalStatus::kNotEvaluated, "not_evaluated", -1},
     {EvalStatus::kCorrect, "correct", 5},
     {EvalStatus::kNoReference, "no_reference", 5},
@@ -41,6 +41,7 @@ constexpr std::array<StatusInfo, 23> kStatuses = {{
     {EvalStatus::kSkipped, "skipped", 0},
     {EvalStatus::kReferenceFailed, "reference_failed", 0},
     {EvalStatus::kEvaluationError, "evaluation_error", 0},
+    {EvalStatus::kInfrastructureError, "infrastructure_error", 0},
 }};
 
 const StatusInfo& Info(EvalStatus status) {
@@ -144,6 +145,12 @@ Classification ClassifyCorrectness(const ProcessResult& run, std::optional<StopR
   const std::string output = run.stdout_text + "\n" + run.stderr_text;
   const std::string message = run.message.value_or("");
   const int rc = run.returncode;
+  // [issue 10 fault 7] The native harness's marker for code compiled at run time that did not build
+  // (native_harness.cc MarkJitBuildError); goes when VariantRun carries a typed verdict.
+  if (auto at = message.find("kernel build error: "); at != std::string::npos &&
+                                                     (!reason || *reason == StopReason::kExited)) {
+    return {EvalStatus::kBuildError, message.substr(at + 20)};
+  }
   if (message.find("protocol error: ") != std::string::npos && (!reason || *reason == StopReason::kExited)) {
     // The native harness: the test program exited without a valid result document for its declared tests.
     return {EvalStatus::kTestError, message.substr(message.find("protocol error: "))};
@@ -171,8 +178,8 @@ Classification ClassifyCorrectness(const ProcessResult& run, std::optional<StopR
         return {EvalStatus::kResourceLimit, "output limit exceeded" + note};
       case StopReason::kCpuLimit:
         return {EvalStatus::kResourceLimit, "CPU time limit exceeded" + note};
-      case StopReason::kSpawnFailed:
-        return {EvalStatus::kTestError, "the test could not be started" + note};
+      case StopReason::kSpawnFailed:  // the interpreter / test program could not be exec'd: our environment
+        return {EvalStatus::kInfrastructureError, "the test could not be started" + note};
       case StopReason::kEndMarkerGrace:
         return ClassifyBySummary(output);
       case StopReason::kSignaled:

@@ -8,6 +8,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/worker_info.hpp"
+#include "pipeline/build_internal.hpp"
 
 namespace kf {
 
@@ -55,6 +56,7 @@ void AddCompileInfo(EvalResult& r, const std::optional<BuildRun>& build) {
 }
 
 void Finish(Evaluation& ev, Clock::time_point t0) {
+  NoteIsolation(ev.result);  // [issue 10] the verdict says when children could not be isolated
   ev.wall_s = SecondsSince(t0);
   ev.combined_score = ev.result.perf_score >= 0 ? ComputePerformanceScore(ev.result) : -1;
 }
@@ -109,6 +111,12 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
     if ((*b)->result.result) {
       ev.logs.push_back({name, *(*b)->result.result, (*b)->result.worker_info.value_or(nullptr)});
     }
+  }
+  // [issue 10 fault 5] Our environment failed (cache dir, work dir, interpreter): never a candidate score.
+  if (std::optional<EvalResult> infra = InfrastructureFailure(builds)) {
+    ev.result = std::move(*infra);
+    Finish(ev, t0);
+    return ev;
   }
   if (want_candidate && builds.candidate && !builds.candidate->result.Ok()) {
     const BuildRun& b = *builds.candidate;

@@ -177,6 +177,7 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
   Classification c = ClassifyCorrectness(corr, options.correctness_stop);
   if (!IsCorrectFamily(c.status)) {
     SetStatus(r, c.status, c.detail);
+    if (c.status == EvalStatus::kBuildError) r.compiled = false;  // a kernel built at test time (JIT) failed
     return r;
   }
   r.correctness = true;

@@ -47,7 +47,7 @@ TEST(EvalStatus, NamesPerfScoresAndReferenceStrings) {
       {EvalStatus::kNoTestResult, 2},     {EvalStatus::kPytestInterrupted, 2}, {EvalStatus::kPytestInternal, 2},
       {EvalStatus::kPytestUsage, 2},      {EvalStatus::kNoTestsCollected, 2},  {EvalStatus::kBuildError, 1},
       {EvalStatus::kBuildTimeout, 1},     {EvalStatus::kExtractionFailed, 0},  {EvalStatus::kSkipped, 0},
-      {EvalStatus::kReferenceFailed, 0},  {EvalStatus::kEvaluationError, 0}};
+      {EvalStatus::kReferenceFailed, 0},  {EvalStatus::kEvaluationError, 0},   {EvalStatus::kInfrastructureError, 0}};
   std::set<std::string_view> names;
   for (const auto& [status, perf] : all) {
     std::string_view name = EvalStatusName(status);
@@ -82,7 +82,7 @@ TEST(ClassifyCorrectness, ExitCodesSignalsAndReasons) {
   EXPECT_EQ(ClassifyCorrectness(PR(-15, ""), StopReason::kWallTimeout).status, EvalStatus::kTestTimeout);
   EXPECT_EQ(ClassifyCorrectness(PR(-9, ""), StopReason::kInactivity).status, EvalStatus::kTestTimeout);
   EXPECT_EQ(ClassifyCorrectness(PR(-9, ""), StopReason::kMemoryLimit).status, EvalStatus::kResourceLimit);
-  EXPECT_EQ(ClassifyCorrectness(PR(-1, ""), StopReason::kSpawnFailed).status, EvalStatus::kTestError);
+  EXPECT_EQ(ClassifyCorrectness(PR(-1, ""), StopReason::kSpawnFailed).status, EvalStatus::kInfrastructureError);
   EXPECT_EQ(ClassifyCorrectness(PR(-6, ""), StopReason::kSignaled).status, EvalStatus::kCrash);
   EXPECT_EQ(ClassifyCorrectness(PR(4, ""), StopReason::kExited).status, EvalStatus::kPytestUsage);
 }
