@@ -16,8 +16,9 @@
 //  * Scoring: per arch ConvertTestResult (CombineTemplateResults for several variants), then
 //    CombineArchResults; a build failure is BuildFailureResult (perf 1); no reference gives the typed status
 //    "no reference", never NaN; a reference-only run (B20) is ReferenceOnlyResult.
-// Work dirs are removed afterwards unless keep_workdir. The persistent cache (DefaultCacheDir) is passed to every
-// child as KF_CACHE_DIR, so a second run of an identical candidate reuses its compiled extension.
+// Work dirs are removed afterwards unless keep_workdir (also when kf is stopped by a signal). Builds are cached
+// on kf's side (src/pipeline/build_cache.hpp), so a second run of an identical candidate reuses its build;
+// children cannot write the cache (filesystem isolation, src/harness/isolation.hpp).
 // Profilers are out of scope here: trace_results stay empty.
 // Thread-safety: Evaluate may run concurrently on different tasks; callbacks are called from worker threads.
 #pragma once

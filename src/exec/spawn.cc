@@ -11,18 +11,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include "exec/capture.hpp"
 #include "exec/cgroup.hpp"
 #include "exec/end_marker.hpp"
 #include "exec/internal.hpp"
 #include "exec/landlock.hpp"
+#include "exec/live_runs.hpp"
 #include "exec/run_state.hpp"
 #include "exec/shepherd.hpp"
 #include "kernelfoundry/error.hpp"
@@ -34,60 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-// Runs in flight, for kf's termination handler (AbortAllRunsForShutdown): a duplicate of each run's shepherd
-// socket (owned here, so a kill can be sent whatever the runner thread is doing).
-struct LiveRuns {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<const void*, int> sockets;
-  bool shutting_down = false;
-};
-
-LiveRuns& Live() {
-  static LiveRuns* live = new LiveRuns;  // never destroyed: used from the termination handler
-  return *live;
-}
-
-[[noreturn]] void Park() {
-  while (true) std::this_thread::sleep_for(std::chrono::hours(1));
-}
-
-void ParkIfShuttingDown() {
-  LiveRuns& l = Live();
-  std::unique_lock<std::mutex> lock(l.mu);
-  if (l.shutting_down) {
-    lock.unlock();
-    Park();
-  }
-}
-
-void RegisterRun(const void* runner, int sock) {
-  LiveRuns& l = Live();
-  int dup = fcntl(sock, F_DUPFD_CLOEXEC, 3);
-  std::unique_lock<std::mutex> lock(l.mu);
-  if (l.shutting_down) {
-    if (dup >= 0) send(dup, &kCmdKill, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (dup >= 0) close(dup);
-    return;  // the runner sees its tree die; it parks when it unregisters
-  }
-  if (dup >= 0) l.sockets[runner] = dup;
-}
-
-// After the run's tree is gone. Parks the thread when kf is stopping (its result must not be used).
-void UnregisterRun(const void* runner) {
-  LiveRuns& l = Live();
-  std::unique_lock<std::mutex> lock(l.mu);
-  if (auto it = l.sockets.find(runner); it != l.sockets.end()) {
-    close(it->second);
-    l.sockets.erase(it);
-    l.cv.notify_all();
-  }
-  if (l.shutting_down) {
-    lock.unlock();
-    Park();
-  }
-}
 
 /// Closes a descriptor on scope exit.
 struct Fd {
@@ -165,15 +108,7 @@ void Runner::Run() {
 Runner::~Runner() {
   if (shepherd_ > 0) {  // left by an exception: EOF on the socket makes the shepherd kill the tree
     sock_.Reset();
-    {
-      LiveRuns& l = Live();
-      std::lock_guard<std::mutex> lock(l.mu);
-      if (auto it = l.sockets.find(this); it != l.sockets.end()) {
-        close(it->second);
-        l.sockets.erase(it);
-        l.cv.notify_all();
-      }
-    }
+    ForgetRun(this);
     int status = 0;
     while (waitpid(shepherd_, &status, 0) < 0 && errno == EINTR) {
     }
@@ -514,18 +449,6 @@ void Runner::Finish() {
 }  // namespace exec_internal
 
 std::string FilesystemIsolationSupport() { return exec_internal::LandlockDescription(exec_internal::LandlockAbi()); }
-
-int AbortAllRunsForShutdown(std::chrono::milliseconds wait) {
-  exec_internal::LiveRuns& l = exec_internal::Live();
-  std::unique_lock<std::mutex> lock(l.mu);
-  l.shutting_down = true;
-  const int n = static_cast<int>(l.sockets.size());
-  for (const auto& [runner, sock] : l.sockets) {
-    send(sock, &exec_internal::kCmdKill, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-  }
-  l.cv.wait_for(lock, wait, [&] { return l.sockets.empty(); });
-  return n;
-}
 
 ProcessRun RunProcess(const ProcessOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {

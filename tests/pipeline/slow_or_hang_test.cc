@@ -135,8 +135,8 @@ TEST_F(SlowOrHang, OkPassesWithoutWaitingForTheGrace) {
   EXPECT_TRUE(events[1].finished && events[1].ok);
   EXPECT_EQ(events[3].phase, Phase::kPerformance);
   EXPECT_TRUE(events[3].finished && events[3].ok);
-  // The runtimes file is written outside the task tree.
-  EXPECT_TRUE(std::filesystem::exists(work.path() / "runtimes_custom.json"));
+  // The runtimes file is written outside the task tree, in the run's private directory (issue 10 isolation).
+  EXPECT_TRUE(std::filesystem::exists(work.path() / "run_custom_performance" / "runtimes_custom.json"));
   EXPECT_TRUE(testing::ProcessesUnder(work.path()).empty());
 }
 
