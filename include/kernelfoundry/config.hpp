@@ -18,9 +18,11 @@
 // All functions are pure or touch only their arguments; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/memory_file_map.hpp"
@@ -59,6 +61,38 @@ std::optional<Json> TakeOverrides(MemoryFileMap& files);
 /// Deep merge (OmegaConf.merge for plain containers): mappings merge key by key (new keys appended),
 /// anything else in `overlay` replaces the value in `base`.
 Json MergeConfig(const Json& base, const Json& overlay);
+
+/// Typed read access to a task config (LevelDB's Options idea: one place that knows each key's type). Keys
+/// are paths with dots for nested mappings ("eval_config.num_perf_trials"). A key that is absent or null
+/// gives the fallback; a key present with another type throws kf::Error(kInvalidArgument, file, key) saying
+/// what was expected and what was found. The view refers to `config`, which must outlive it.
+class ConfigView {
+ public:
+  explicit ConfigView(const Json& config, std::string file = "config.yaml");
+
+  /// The value at `key`, or nullptr when absent or null.
+  const Json* Find(std::string_view key) const;
+  /// True when `key` is present and not null.
+  bool Has(std::string_view key) const { return Find(key) != nullptr; }
+  /// A boolean (true/false only).
+  bool Bool(std::string_view key, bool fallback) const;
+  /// An integer (a JSON integer, or a float with an integral value).
+  int64_t Int(std::string_view key, int64_t fallback) const;
+  /// A finite number.
+  double Number(std::string_view key, double fallback) const;
+  /// A string.
+  std::string String(std::string_view key, const std::string& fallback) const;
+  /// A list of strings; nullopt when absent or null.
+  std::optional<std::vector<std::string>> StringList(std::string_view key) const;
+  /// A duration in seconds, a number in [0, 1e7]: nullopt when absent, 0 when null (callers decide what 0
+  /// means: "use the default" for wall-clock limits, "off" for inactivity limits).
+  std::optional<double> Seconds(std::string_view key) const;
+
+ private:
+  [[noreturn]] void Fail(std::string_view key, const std::string& expected, const Json& got) const;
+  const Json& config_;
+  std::string file_;
+};
 
 /// Renders JSON as block-style YAML (strings that would re-type, e.g. "01" or "true", are quoted).
 std::string DumpYaml(const Json& value);

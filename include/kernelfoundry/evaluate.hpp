@@ -16,6 +16,11 @@
 //  * Scoring: per arch ConvertTestResult (CombineTemplateResults for several variants), then
 //    CombineArchResults; a build failure is BuildFailureResult (perf 1); no reference gives the typed status
 //    "no reference", never NaN; a reference-only run (B20) is ReferenceOnlyResult.
+// Where the stages run is a seam (Ninja's CommandRunner idea): a StageRunner builds and tests; the
+// LocalStageRunner runs them here through a Harness (injectable, so every branch of Evaluate is testable
+// with a fake in milliseconds), a queue stage runner sends them to workers. Timed phases take their device
+// exclusively (device_slots.hpp). Cancellation (EvaluateOptions::stop) kills the running tree and returns
+// the verdict kCanceled.
 // Work dirs are removed afterwards unless keep_workdir (also when kf is stopped by a signal). Builds are cached
 // on kf's side (src/pipeline/build_cache.hpp), so a second run of an identical candidate reuses its build;
 // children cannot write the cache (filesystem isolation, src/harness/isolation.hpp).
@@ -31,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernelfoundry/device_slots.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/results.hpp"
@@ -38,6 +44,8 @@
 #include "kernelfoundry/task.hpp"
 
 namespace kf {
+
+class StageRunner;
 
 /// Options of the stages and of Evaluate.
 struct EvaluateOptions {
@@ -51,6 +59,12 @@ struct EvaluateOptions {
   /// Cancellation: when stop is requested, the running child tree is killed and Evaluate returns a verdict
   /// with status kCanceled as soon as possible (no further phases start).
   std::stop_token stop;
+  /// Where the stages run; nullptr = a LocalStageRunner over `harness`.
+  StageRunner* runner = nullptr;
+  /// The harness of a local run; nullptr = MakeHarness(task) (the kind named by config `harness:`).
+  const Harness* harness = nullptr;
+  /// Device exclusivity for timed phases; nullptr = ProcessDeviceSlots().
+  DeviceSlots* slots = nullptr;
 };
 
 /// "a, b,,c " -> {"a", "b", "c"} (B6: entries stripped, empty ones dropped).
@@ -72,21 +86,6 @@ std::string TemplateVariantKey(const Json& params);
 /// "custom") when `candidate`, then "reference" when `reference`.
 std::vector<TestVariant> MakeTestVariants(const Task& task, bool candidate, bool reference);
 
-/// A fresh directory `<root>/<prefix>XXXXXX` removed on destruction unless kept.
-class WorkDir {
- public:
-  /// Throws kf::Error(kIO) when the directory cannot be created.
-  WorkDir(const std::filesystem::path& root, const std::string& prefix, bool keep);
-  ~WorkDir();
-  WorkDir(const WorkDir&) = delete;
-  WorkDir& operator=(const WorkDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-  bool keep_;
-};
-
 /// One child process's result, named for the job log ("build custom", "test custom cpu correctness", …).
 struct ProcessLog {
   std::string name;
@@ -100,6 +99,15 @@ struct PhaseTiming {
   double seconds = 0;
 };
 
+/// What the test stage got for one variant on one arch.
+struct VariantRun {
+  /// Wire format: correctness_result / performance_result (worker_info set by the stage).
+  TestResult result;
+  std::optional<Classification> correctness;  ///< the harness's verdict of the correctness run (nullopt: not run)
+  std::optional<Classification> performance;  ///< … of the performance run (nullopt: not run)
+  double correctness_s = 0, performance_s = 0; ///< wall seconds of each run (0 when not run)
+};
+
 /// What the build stage did. nullopt = that target was not built (no build step, or not wanted).
 struct BuildStageResult {
   std::optional<BuildRun> candidate;
@@ -107,11 +115,18 @@ struct BuildStageResult {
   std::vector<std::filesystem::path> kept_dirs;   ///< work dirs left on disk (keep_workdir)
 };
 
-/// Builds the wanted targets in parallel and stores task.build_result / build_result_reference (with
-/// worker_info). `arch_list` is passed to the hooks (the normalised comma list). Throws kf::Error only
-/// when the task cannot be materialised (kIO / kUnsafe / kLimit).
-BuildStageResult RunBuildStage(const Harness& harness, Task& task, bool build_candidate, bool build_reference,
-                               const std::string& arch_list, const EvaluateOptions& options);
+/// Which builds the build stage runs.
+struct BuildPlan {
+  bool candidate = false;   ///< run the `build` hook
+  bool reference = false;   ///< run the `build_reference` hook
+  std::string arch_list;    ///< passed to the hooks (the normalised comma list, e.g. "cpu" or "lnl,bmg")
+};
+
+/// Builds the wanted targets in parallel (each holding the host shared, DeviceSlots::ForBuild) and stores
+/// task.build_result / build_result_reference (with worker_info). Throws kf::Error only when the task
+/// cannot be materialised (kIO / kUnsafe / kLimit).
+BuildStageResult RunBuildStage(const Harness& harness, Task& task, const BuildPlan& plan,
+                               const EvaluateOptions& options);
 
 /// What the test stage did.
 struct TestStageResult {
@@ -122,10 +137,37 @@ struct TestStageResult {
   std::vector<std::filesystem::path> kept_dirs;
 };
 
-/// Runs every variant on every arch (sequentially: timings must not overlap) in a tree holding the task
-/// and the artifacts of task.build_result and task.build_result_reference.
+/// Runs every variant on every arch, sequentially, in a tree holding the task and the artifacts of
+/// task.build_result and task.build_result_reference: the correctness run (device shared), then — only when
+/// it passed — the performance run (device exclusive, DeviceSlots::ForTiming). Emits the phase events.
+/// Stops starting new runs once options.stop is requested.
 TestStageResult RunTestStage(const Harness& harness, const Task& task, const std::vector<TestVariant>& variants,
                              const std::vector<std::string>& archs, const EvaluateOptions& options);
+
+/// Where Evaluate's build and test stages run (Ninja's CommandRunner idea). Implementations must honour
+/// options.stop and the device slots; they may be called from several threads.
+class StageRunner {
+ public:
+  virtual ~StageRunner() = default;
+  /// Runs the builds of `plan` and stores task.build_result / build_result_reference.
+  virtual BuildStageResult Build(Task& task, const BuildPlan& plan, const EvaluateOptions& options) = 0;
+  /// Runs every variant on every arch.
+  virtual TestStageResult Test(const Task& task, const std::vector<TestVariant>& variants,
+                               const std::vector<std::string>& archs, const EvaluateOptions& options) = 0;
+};
+
+/// Runs the stages in this process with a harness (RunBuildStage / RunTestStage).
+class LocalStageRunner final : public StageRunner {
+ public:
+  /// `harness` must outlive the runner.
+  explicit LocalStageRunner(const Harness& harness) : harness_(harness) {}
+  BuildStageResult Build(Task& task, const BuildPlan& plan, const EvaluateOptions& options) override;
+  TestStageResult Test(const Task& task, const std::vector<TestVariant>& variants,
+                       const std::vector<std::string>& archs, const EvaluateOptions& options) override;
+
+ private:
+  const Harness& harness_;
+};
 
 /// The outcome of Evaluate.
 struct Evaluation {
@@ -144,7 +186,8 @@ struct Evaluation {
 /// Evaluates `candidate` (a block update: the shorthand {"EVOLVE": code} or the full form; nullopt = the
 /// task's current blocks) on `task`. Throws kf::Error for unusable input (block update that does not fit
 /// the task, no gpu_arch, unknown harness, unwritable work dirs); every candidate failure (extraction,
-/// build, crash, timeout, wrong values) is a verdict, not an exception.
+/// build, crash, timeout, wrong values) is a verdict, not an exception, and so is a cancellation
+/// (status kCanceled).
 Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidate, const EvaluateOptions& options);
 
 }  // namespace kf

@@ -1,19 +1,23 @@
 // Harness — how a task's candidate and reference are built and tested (reference spec §4.3, §4.4).
 //
-// A harness knows one task flavour's conventions: the `pytest` harness (reference-format tasks: task.py
-// with a TestBase class, the build hooks run through `python -m kernelfoundry.build_target`, tests through
-// pytest with the kernelfoundry plugin) and, later, a `native` harness (C++/OpenCL/CUDA test programs).
-// MakeHarness picks one from the task config key `harness:` (default `pytest` when task.py exists).
+// A harness knows one package kind's conventions. Two exist, described by one table (HarnessDescriptors):
+//  * `pytest` (the reference's format; the default): task.py with a TestBase class, build hooks run through
+//    `python -m kernelfoundry.build_target`, tests through pytest with the kernelfoundry plugin;
+//  * `native` (`harness: native`): C++/OpenMP, OpenCL and CUDA test programs built by the task's own commands
+//    and speaking the task SDK protocol (include/kernelfoundry/sdk/task_sdk.hpp).
+// Adding a kind is one row in the table (src/harness/kinds.cc) plus its implementation file.
 //
-// The pipeline stages (evaluate.hpp) own everything that is the same for every harness: fresh work
-// directories, materialising the task, overlaying artifacts, several GPU archs, worker_info, scoring. A
-// harness is handed a prepared directory and returns plain results:
-//  * Build(): runs one build hook (candidate or reference) in request.task_dir and returns its BuildResult
-//    (result + artifacts keyed relative to the task tree; worker_info left empty for the stage to fill).
-//  * Test(): runs one variant's correctness run and, only when it passed, its performance run, and returns
-//    the TestResult (performance_result.output_data = {"runtimes": {...}}) with typed outcomes.
-// Every child process goes through kf::RunProcess with the request's limits. Implementations are stateless
-// and may be called from several threads at once.
+// The pipeline stages (evaluate.hpp) own what is the same for every harness: work directories, the task
+// materialised on disk, artifacts overlaid, several GPU archs, worker_info, progress events, device slots,
+// scoring. A harness is handed a prepared directory and returns plain results:
+//  * Build(): runs one build hook (candidate or reference) and returns its BuildResult (artifacts keyed
+//    relative to the task tree; worker_info left for the stage).
+//  * Correctness() / Performance(): one test run each, returning the wire-format ProcessResult AND a typed
+//    Classification. Both harnesses read their test programs' results from a result document written to a
+//    pipe (never a file the candidate could write, never parsed from stdout): every test the task declares
+//    must be reported, or the run is a test_error.
+// Every child process goes through kf::RunProcess with the request's limits and cancellation token.
+// Implementations are stateless and may be called from several threads at once.
 #pragma once
 
 #include <chrono>
@@ -22,16 +26,16 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kernelfoundry/json.hpp"
-#include "kernelfoundry/memory_file_map.hpp"
 #include "kernelfoundry/process.hpp"
 #include "kernelfoundry/results.hpp"
 #include "kernelfoundry/task.hpp"
-#include "kernelfoundry/test_discovery.hpp"  // DefaultCacheDir: the persistent cache
+#include "kernelfoundry/verdict.hpp"
 
 namespace kf {
 
@@ -59,11 +63,13 @@ struct HarnessLimits {
   static HarnessLimits FromConfig(const Json& config);
 };
 
-/// Live progress of one phase. Emitted twice per phase: at the start (finished = false) and at the end.
+/// The phases of an evaluation, for live progress.
 enum class Phase { kBuildCandidate, kBuildReference, kCorrectness, kPerformance };
 /// "build candidate", "build reference", "correctness", "performance".
 const char* PhaseName(Phase phase);
 
+/// Live progress of one phase. Emitted twice per phase by the stages: at the start (finished = false) and
+/// at the end.
 struct PhaseEvent {
   Phase phase = Phase::kCorrectness;
   std::string variant;         ///< "custom", "custom_16_32", "reference" (builds: "custom" / "reference")
@@ -71,7 +77,7 @@ struct PhaseEvent {
   bool finished = false;       ///< false: the phase starts now
   bool ok = false;             ///< when finished: the phase succeeded
   double elapsed_s = 0;        ///< when finished: wall seconds of the phase
-  std::string note;            ///< when finished and failed: why (termination message / first error)
+  std::string note;            ///< when finished and failed: why (the verdict's detail or the build message)
 };
 /// Called from the stage threads (possibly concurrently); must be thread-safe.
 using ProgressFn = std::function<void(const PhaseEvent&)>;
@@ -88,6 +94,15 @@ struct BuildRequest {
   HarnessLimits limits;
   std::map<std::string, std::string> env;   ///< extra environment (the stage adds KF_CACHE_DIR etc.)
   OutputLineFn on_line;
+  std::stop_token stop;             ///< cancellation: kills the build's process tree
+};
+
+/// The result of one build.
+struct BuildRun {
+  BuildResult result;        ///< worker_info empty; artifacts keyed relative to the task tree
+  TerminationReason reason = TerminationReason::kExited;
+  double wall_s = 0;
+  std::filesystem::path task_dir;   ///< where the hook ran (set by the stage; removed unless kept)
 };
 
 /// One test variant: the candidate (possibly one template instantiation) or the reference.
@@ -97,52 +112,34 @@ struct TestVariant {
   std::optional<Json> template_params;  ///< JSON array of template arguments, e.g. [16, 32]
 };
 
-/// What one variant's test run needs. task_dir holds the task with the build artifacts overlaid.
+/// What one test run (correctness or performance) needs. task_dir holds the task with the build
+/// artifacts overlaid.
 struct TestRequest {
   TestVariant variant;
-  std::filesystem::path work_dir;   ///< private to this run; outputs (runtimes) are written here
+  std::filesystem::path work_dir;   ///< private to this run
   std::filesystem::path task_dir;   ///< the task tree (cwd of the tests)
   std::string gpu_arch;             ///< one arch
   Json runtime_params = nullptr;    ///< hyperparameters.runtime (passed when a non-empty object)
+  /// The tests this run must report (the task's correctness_tests or profile_tests, ids as in the Task:
+  /// "TestX::test_a[512]" for pytest, test names for native). A run that does not report each of them is a
+  /// test_error. Empty: whatever the run reports counts.
+  std::vector<std::string> expected_tests;
   HarnessLimits limits;
   std::map<std::string, std::string> env;
-  ProgressFn progress;
   OutputLineFn on_line;
+  std::stop_token stop;             ///< cancellation: kills the run's process tree
 };
 
-/// Typed outcome of one test phase, beside the wire-format ProcessResult.
-enum class PhaseOutcome {
-  kNotRun,        ///< skipped (correctness failed, so no performance run)
-  kPassed,        ///< exit 0 (performance: and the runtimes file was read)
-  kTestsFailed,   ///< pytest exit 1: some test failed
-  kError,         ///< other non-zero exit (usage/internal error, no tests collected, crash by signal)
-  kTimedOut,      ///< killed at the wall-clock limit
-  kInactive,      ///< killed after the inactivity limit
-  kKilled,        ///< killed for a resource limit (memory, output, CPU)
-  kSpawnFailed,   ///< could not start the interpreter
-  kNoRuntimes,    ///< performance run passed but its runtimes file is missing or unreadable
-};
-/// "not_run", "passed", "tests_failed", "error", "timed_out", "inactive", "killed", "spawn_failed",
-/// "no_runtimes".
-const char* PhaseOutcomeName(PhaseOutcome outcome);
-
-/// The result of one variant on one arch.
-struct VariantRun {
-  /// correctness_result / performance_result (wire format; worker_info left empty for the stage). When
-  /// pytest printed its summary but had to be killed after the grace period, returncode is the exit code
-  /// the summary implies (0 when it passed) and message says it was terminated (the reference scored such
-  /// a passing run as a crash).
-  TestResult result;
-  PhaseOutcome correctness = PhaseOutcome::kNotRun;
-  PhaseOutcome performance = PhaseOutcome::kNotRun;
-  std::optional<TerminationReason> correctness_stop;   ///< how the runner ended each run (when run)
-  std::optional<TerminationReason> performance_stop;
-  double correctness_s = 0, performance_s = 0;         ///< wall seconds of each run (0 when not run)
-};
-
-/// The result of one build.
-struct BuildRun {
-  BuildResult result;        ///< worker_info empty; artifacts keyed relative to the task tree
+/// The result of one correctness or performance run.
+struct PhaseRun {
+  /// Wire format: returncode, output, message (the runner's note, protocol problems), output_data
+  /// ({"runtimes": {...}} for a performance run). A run the harness judged a failure although the process
+  /// exited 0 carries returncode 70 (EX_SOFTWARE), so that the reference's text-based scoring (a reference
+  /// client of our farm) cannot mistake it for a pass.
+  ProcessResult result;
+  /// The typed verdict: kCorrect when every expected test passed (performance: and reported runtimes);
+  /// otherwise the failure's status and detail.
+  Classification verdict;
   TerminationReason reason = TerminationReason::kExited;
   double wall_s = 0;
   std::filesystem::path task_dir;   ///< where the hook ran (set by the stage; removed unless kept)
@@ -160,40 +157,45 @@ class Harness {
   /// Runs one build hook. Never throws for a failing build (that is a BuildResult with a non-zero
   /// returncode and a message); throws kf::Error only for a broken request (kIO: cannot write inputs).
   virtual BuildRun Build(const BuildRequest& request) const = 0;
-  /// Runs one variant's correctness run and, when it passed, its performance run. Never throws for a
-  /// failing test.
-  virtual VariantRun Test(const TestRequest& request) const = 0;
-  /// True when the reference variant runs what the candidate build produced (native: one test program,
-  /// `--kf-ref` selects the reference), so a reference-only run (kf validate --run) must build it too.
-  virtual bool ReferenceUsesCandidateBuild() const { return false; }
+  /// Runs one variant's correctness tests. Never throws for a failing test.
+  virtual PhaseRun Correctness(const TestRequest& request) const = 0;
+  /// Runs one variant's performance tests; a passing run has output_data {"runtimes": {test: [ms, …]}}.
+  /// Never throws for a failing test.
+  virtual PhaseRun Performance(const TestRequest& request) const = 0;
 };
 
-/// Chooses the harness from task.config["harness"]: "pytest" (the default when task.py exists).
-/// Throws kf::Error(kUnsupported, "config.yaml", "harness") for an unknown or not-yet-available harness,
-/// kf::Error(kInvalidArgument) when no harness is named and the task has no task.py.
+/// A harness kind: how core sees it (TaskKind: tests, structure checks), how to make one, and what it does
+/// differently in the pipeline.
+struct HarnessDescriptor {
+  TaskKind kind;
+  /// Makes the harness for a task of this kind. Throws kf::Error(kInvalidArgument, "config.yaml", key) for a
+  /// task whose config this kind cannot run (checked before anything is built: kf run exits 3).
+  std::function<std::unique_ptr<Harness>(const Task& task)> make;
+  /// True when the reference variant runs what the candidate build produced (native: one test program,
+  /// `--kf-ref` selects the reference), so a reference-only run (kf validate --run) must build it too.
+  bool reference_uses_candidate_build = false;
+  /// What kf validate checks for this kind, for its report.
+  std::vector<std::string> checks;
+};
+
+/// The table of harness kinds (pytest first: it is the default).
+const std::vector<HarnessDescriptor>& HarnessDescriptors();
+/// The descriptor named by config `harness:` (absent or null: pytest). Throws kf::Error(kInvalidArgument,
+/// config_file, "harness") for an unknown or non-string value.
+const HarnessDescriptor& HarnessDescriptorFor(const Json& config, const std::string& config_file = "config.yaml");
+/// The TaskKindLookup over the table, for TaskCreateOptions::kinds and Task::Problems.
+TaskKindLookup HarnessTaskKinds();
+/// HarnessDescriptorFor(task.config).make(task).
 std::unique_ptr<Harness> MakeHarness(const Task& task);
-
-/// The pytest harness (reference-format tasks).
-std::unique_ptr<Harness> MakePytestHarness();
-
-/// The native harness (C++/OpenCL/CUDA test programs speaking the task SDK protocol, task_sdk.hpp); reads
-/// build, cmake, test_executable and artifacts from the task config.
-std::unique_ptr<Harness> MakeNativeHarness(const Json& config);
-
-// ---- helpers shared by harnesses ----
-
-/// Keys build outputs relative to the task tree (B15 fixed): a relative path is resolved against task_dir,
-/// an absolute one is used as is; symlinks are resolved; a directory contributes its regular files.
-/// Meta = the file's mode & 0777 and mtime. Throws kf::Error(kNotFound, field = the path) for a path that
-/// does not exist and kf::Error(kUnsafe, field = the path) for one that resolves outside task_dir.
-MemoryFileMap CollectArtifacts(const std::filesystem::path& task_dir, const std::vector<std::string>& paths);
-
-/// The wire message for how a child ended, as the reference words it: "Process timed out after <n>
-/// seconds", "Process killed due to inactivity", …; nullopt for a normal exit.
-std::optional<std::string> TerminationMessage(const ProcessRun& run, const ProcessOptions& options);
 
 /// The Python interpreter for task-side code: $KF_PYTHON, else /usr/bin/python3.
 std::string TaskPython();
 /// The directory holding the `kernelfoundry` Python package: $KF_PYTHON_DIR, else the build-time path.
 std::filesystem::path TaskPythonPath();
+
+/// The end-of-run marker for pytest runs: pytest's final summary line (kernelfoundry/pytest_summary.hpp).
+/// Its kill message says "All tests passed but the process did not exit cleanly and had to be terminated."
+/// when the line reports passes and no failure or error, else "" (the reference's messages).
+EndMarker PytestEndMarker(std::chrono::milliseconds grace = std::chrono::milliseconds{10'000});
+
 }  // namespace kf

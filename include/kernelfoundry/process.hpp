@@ -31,31 +31,16 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/results.hpp"
+#include "kernelfoundry/verdict.hpp"  // TerminationReason
 
 namespace kf {
-
-/// Why the child stopped. Stable names (TerminationReasonName) appear in JSON.
-enum class TerminationReason {
-  kExited,             ///< exited on its own (any exit code)
-  kSignaled,           ///< killed by a signal it did not get from us (e.g. SIGSEGV)
-  kWallTimeout,        ///< wall_timeout elapsed
-  kInactivity,         ///< no output bytes for inactivity_timeout
-  kEndMarkerGrace,     ///< end marker seen, process did not exit within the marker's grace
-  kMemoryLimit,        ///< memory limit hit (cgroup OOM kill, or allocation failure under RLIMIT_AS)
-  kProcessLimit,       ///< process limit hit (cgroup pids.max refused a fork); the tree is killed at once
-  kOutputLimit,        ///< one stream produced more than output_kill_bytes
-  kCpuLimit,           ///< RLIMIT_CPU exceeded (SIGXCPU / SIGKILL)
-  kFileSizeLimit,      ///< RLIMIT_FSIZE exceeded (SIGXFSZ)
-  kSpawnFailed,        ///< could not start (not found, exec error, bad cwd)
-};
-/// "exited", "signaled", "wall_timeout", "inactivity", "end_marker_grace", "memory_limit",
-/// "process_limit", "output_limit", "cpu_limit", "file_size_limit", "spawn_failed".
-const char* TerminationReasonName(TerminationReason r);
 
 /// How the process tree was contained.
 enum class ContainmentMethod { kCgroupV2, kSubreaper };
@@ -78,15 +63,25 @@ struct FilesystemIsolation {
 /// Probed once per process; never throws.
 std::string FilesystemIsolationSupport();
 
-/// End-of-run marker: "pytest" matches the pytest summary line ("=== 3 passed, 1 warning in 0.1s ===";
-/// any counts, singular/plural, xfailed, xpassed, rerun, "no tests ran"); anything else matches as a
-/// literal substring of a line. Lines are matched after escape stripping, on stdout and stderr.
+/// End-of-run marker (reference spec §4.7): a line matcher. When a line of stdout or stderr (escapes
+/// stripped) matches, the process gets `grace` to exit on its own and is then killed (reason
+/// kEndMarkerGrace, message = what the matcher returned). The runner knows no line format: the pytest
+/// harness passes a matcher for pytest's summary line; `Literal` matches a substring.
 struct EndMarker {
-  std::string marker;                                   ///< "pytest" or a literal
+  /// nullopt: not the end line. A string: the end line; the message to use if the process must be killed.
+  std::function<std::optional<std::string>(std::string_view line)> match;
   /// Wait after the marker before killing (the reference: 10 s for pytest, 2 s for literals). The run
   /// still ends as soon as the process exits — the grace is never waited when it is not needed.
   std::chrono::milliseconds grace{10'000};
+
+  /// A marker matching any line that contains `text` (empty text matches nothing); kill message "".
+  static EndMarker Literal(std::string text, std::chrono::milliseconds grace = std::chrono::milliseconds{2'000});
 };
+
+/// The environment names a child may inherit by default (ProcessOptions::allowed_env): exact names, or
+/// prefixes written with a trailing '*' (PATH, HOME, LANG, LC_*, toolchain and device-runtime variables,
+/// KERNELFOUNDRY_*, KF_*, …; see environment.cc for the list and why each is there).
+const std::vector<std::string>& DefaultAllowedEnv();
 
 struct ProcessOptions {
   std::vector<std::string> argv;                        ///< argv[0] looked up in PATH of the child env
@@ -101,13 +96,7 @@ struct ProcessOptions {
   /// env_add + a minimal PATH.
   bool inherit_allowed_env = true;
   /// Inherited names that may pass: exact names, or prefixes written with a trailing '*'.
-  std::vector<std::string> allowed_env = {
-      "PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR", "TMP", "TEMP", "USER", "LOGNAME",
-      "SHELL", "HOSTNAME", "PYTHON*", "VIRTUAL_ENV", "CONDA_PREFIX", "CUDA*", "NVIDIA*", "CUDNN*", "NCCL*",
-      "ROCM*", "HIP*", "HSA*", "OCL*", "POCL*", "ONEAPI*", "SYCL*", "ZE_*", "INTEL*", "CMPLR_ROOT", "MKL*",
-      "TBB*", "OMP_*", "KMP_*", "GOMP_*", "OPENBLAS*", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
-      "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH", "CC", "CXX", "CFLAGS", "CXXFLAGS",
-      "LDFLAGS", "CCACHE_*", "TORCH_*", "TRITON_*", "KERNELFOUNDRY_*", "KF_*"};
+  std::vector<std::string> allowed_env = DefaultAllowedEnv();
   /// A name (inherited or added) is secret when its upper-cased form contains one of these.
   /// "_USERNAME" keeps the reference's *_USERNAME rule while a bare USERNAME passes.
   std::vector<std::string> secret_patterns = {"PASSWORD", "SECRET", "TOKEN",   "API_KEY", "KEY_ID",
@@ -132,6 +121,9 @@ struct ProcessOptions {
   bool no_network = false;                       ///< fresh network namespace with loopback only
   /// Restrict what the child tree may write (see FilesystemIsolation); nullopt = no restriction.
   std::optional<FilesystemIsolation> filesystem_isolation;
+  /// Cancellation: when stop is requested the whole tree is killed at once (SIGKILL) and the run ends with
+  /// reason kCanceled. A default-constructed token never stops.
+  std::stop_token stop;
   /// Use no cgroup at all (containment by the subreaper shepherd, limits by rlimits) — what a machine
   /// without a writable cgroup gets. For tests and `kf exec --force-subreaper`.
   bool force_subreaper = false;

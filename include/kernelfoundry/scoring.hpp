@@ -9,9 +9,12 @@
 //    are computed from the unrounded means (B16 fixed) and only when both means are finite and > 0.
 //  * No NaN or infinity ever reaches an EvalResult: invalid speedups use the reference's sentinel
 //    9.999e-10 where the wire format has one (runtime_stats, runtime_improvement), -1 elsewhere.
+//  * Local runs hand scoring typed verdicts (Classification, from the harnesses); only results that arrive
+//    as text — from the reference's workers, or stored JSON — are classified from their output, in one
+//    function named for that (ClassifyFromWire).
 //  * Pure functions of their inputs: no I/O, no globals; safe to call concurrently.
-// Scoring depends on core only (ProcessResult, TestResult); runner termination reasons come in as the
-// small StopReason enum (or the exec module's snake_case reason name), not as exec types.
+// The status vocabulary (EvalStatus, Classification, TerminationReason) is core's (verdict.hpp); log
+// post-processing helpers are internal (src/pipeline/eval_log.hpp).
 #pragma once
 
 #include <map>
@@ -24,66 +27,9 @@
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/measure.hpp"
 #include "kernelfoundry/results.hpp"
+#include "kernelfoundry/verdict.hpp"
 
 namespace kf {
-
-/// The outcome of evaluating one candidate. Names (EvalStatusName) are stable: they appear in JSON and
-/// the CLI. The comment gives the reference perf_score each maps to.
-enum class EvalStatus {
-  kNotEvaluated,       ///< -1: nothing scored yet
-  kCorrect,            ///< 5: correct, timed, speedup against the reference
-  kNoReference,        ///< 5: correct and timed, but no reference timing to compare with
-  kNoMeasurement,      ///< 5: correct, but a benchmark has no valid timing (missing, empty, zero, failed run)
-  kReferenceOnly,      ///< 5: only the reference was tested (B20: the reference returned None)
-  kValueMismatch,      ///< 4: pytest exit 1, shape test passed, values wrong
-  kShapeMismatch,      ///< 3: pytest exit 1, the shape test failed
-  kTestsFailed,        ///< 3: pytest exit 1, no shape test result in the output
-  kCrash,              ///< 2: the test process was killed by a signal (segfault, abort…)
-  kTestTimeout,        ///< 2: wall-clock or inactivity timeout of the test process
-  kResourceLimit,      ///< 2: memory, output or CPU-time limit hit
-  kTestError,          ///< 2: the runner could not run pytest, or an unexpected exit code
-  kNoTestResult,       ///< 2: no correctness result at all
-  kPytestInterrupted,  ///< 2: pytest exit code 2
-  kPytestInternal,     ///< 2: pytest exit code 3
-  kPytestUsage,        ///< 2: pytest exit code 4
-  kNoTestsCollected,   ///< 2: pytest exit code 5
-  kBuildError,         ///< 1: the build failed
-  kBuildTimeout,       ///< 1: the build was killed for time or inactivity
-  kExtractionFailed,   ///< 0: the candidate code could not be put into the blocks
-  kSkipped,            ///< 0: not evaluated here (e.g. every correctness test skipped: no device)
-  kReferenceFailed,    ///< 0: the reference's own correctness run failed; nothing can be compared
-  kEvaluationError,    ///< 0: an exception during evaluation (set by the caller)
-  /// 0: OUR environment failed (cache dir not creatable, work dir not writable, interpreter or shell
-  /// missing, the test program could not be started): never a score of the candidate, never cached as a
-  /// verdict; the detail names the path. Reference-compatible status "error".
-  kInfrastructureError,
-};
-
-/// Stable snake_case name ("correct", "no_reference", "value_mismatch", …).
-std::string_view EvalStatusName(EvalStatus status);
-/// Inverse of EvalStatusName; nullopt for an unknown name.
-std::optional<EvalStatus> EvalStatusFromName(std::string_view name);
-/// The reference's perf_score for a status (-1 for kNotEvaluated), see the enum comments.
-int PerfScoreFor(EvalStatus status);
-/// The reference's status string: "correct" (perf 5), "compiled" (2–4), "error" (0–1 and not evaluated).
-std::string_view ReferenceStatusFor(EvalStatus status);
-
-/// Why a runner stopped a process, for classification. Mirrors the exec module's termination reasons
-/// without depending on it.
-enum class StopReason {
-  kExited,          ///< exited on its own
-  kSignaled,        ///< killed by a signal it did not get from the runner
-  kWallTimeout,     ///< overall timeout
-  kInactivity,      ///< no output for too long
-  kEndMarkerGrace,  ///< pytest printed its summary but did not exit; killed after the grace period
-  kMemoryLimit,
-  kOutputLimit,
-  kCpuLimit,
-  kSpawnFailed,     ///< could not be started
-};
-/// Parses the exec module's reason names: "exited", "signaled", "wall_timeout", "inactivity",
-/// "end_marker_grace", "memory_limit", "output_limit", "cpu_limit", "spawn_failed". nullopt otherwise.
-std::optional<StopReason> StopReasonFromName(std::string_view name);
 
 /// The reference's sentinel for a speedup that could not be computed (wire format only).
 inline constexpr double kInvalidSpeedup = 9.999e-10;
@@ -94,10 +40,6 @@ inline constexpr double kMissingRuntimeMs = 9.999e10;
 /// live in measure.hpp — one implementation): {"mean","std","min","max","median","speedup":-1,
 /// "ref_speed":-1,"num_trials"}, every value rounded to 3 significant digits.
 Json TimingStatsToReferenceJson(const TimingStats& stats);
-
-/// Geometric mean of the values > 0 (others ignored); -1 when there are none. One value is returned as is;
-/// otherwise exp(mean(log)). Never NaN.
-double GeometricMean(const std::vector<double>& values);
 
 /// One row of the per-benchmark table shown by the CLI. Means are unrounded; -1 = not available.
 struct BenchmarkRow {
@@ -136,27 +78,26 @@ struct EvalResult {
   Json ToJson() const;
 };
 
-/// The verdict of a correctness run, from its exit code, output and termination reason.
-struct Classification {
-  EvalStatus status = EvalStatus::kNotEvaluated;
-  std::string detail;
-};
-
-/// Classifies a pytest correctness run (spec §4.9 perf scale, with typed statuses):
-///  exit 0 -> kCorrect (kSkipped when the summary shows only skipped tests); a runner timeout (typed
-///  reason, or the message "timed out"/"inactivity") -> kTestTimeout; memory/output/CPU limit ->
-///  kResourceLimit; end-marker kill -> judged by the pytest summary line (a passing run stays correct —
-///  the reference scored it as a crash); negative exit -> kCrash; exit 1 -> kValueMismatch iff a line has
-///  "::test_output_shapes_match" + whitespace + "PASSED", kShapeMismatch if it shows FAILED/ERROR, else
-///  kTestsFailed; 2/3/4/5 -> kPytestInterrupted/Internal/Usage/kNoTestsCollected; other -> kTestError.
-Classification ClassifyCorrectness(const ProcessResult& run, std::optional<StopReason> reason = std::nullopt);
+/// Classifies a correctness run that arrived as text (a reference worker's result, stored JSON), the way
+/// the reference's evaluator reads it (spec §4.9 perf scale, with typed statuses): exit 0 -> kCorrect
+/// (kSkipped when the summary line shows only skipped tests); the runner's messages "timed out" /
+/// "inactivity" -> kTestTimeout; "did not exit cleanly" -> judged by the pytest summary line (a passing run
+/// stays correct — the reference scored it as a crash); "protocol error: " -> kTestError; negative exit ->
+/// kCrash; exit 1 -> kValueMismatch iff a line shows "::test_output_shapes_match" + whitespace + "PASSED",
+/// kShapeMismatch if it shows FAILED/ERROR, else kTestsFailed; 2/3/4/5 -> the pytest statuses; other ->
+/// kTestError. Local runs never come here: their harness hands a typed Classification.
+Classification ClassifyFromWire(const ProcessResult& run);
 
 /// Options of ConvertTestResult.
 struct ConvertOptions {
-  std::string variant = "custom";                      ///< variant key, used in log lines
-  std::optional<StopReason> correctness_stop;          ///< how the runner ended the correctness run
-  std::optional<StopReason> performance_stop;          ///< … and the performance run
-  size_t log_cap_chars = 16000;                        ///< cap of each pytest log excerpt
+  std::string variant = "custom";  ///< variant key, used in log lines
+  /// The harness's typed verdicts of the candidate's runs (local runs). Absent: classified from the
+  /// results' text with ClassifyFromWire (results from the wire).
+  std::optional<Classification> correctness;
+  std::optional<Classification> performance;
+  /// The typed verdict of the reference's correctness run (absent: its exit code decides, as on the wire).
+  std::optional<Classification> reference_correctness;
+  size_t log_cap_chars = 16000;    ///< cap of each pytest log excerpt
 };
 
 /// convert_test_result_to_exec_result (spec §4.9): scores one variant's TestResult against an optional
@@ -198,9 +139,6 @@ struct TemplateVariant {
 /// unchanged. Throws kf::Error(kInvalidArgument) for an empty input.
 EvalResult CombineTemplateResults(const std::vector<TemplateVariant>& variants);
 
-/// Python's str() of a JSON value as a list/tuple element: 16, 1.5, 'a', True, None; arrays as [a, b].
-std::string PythonRepr(const Json& value);
-
 /// compute_performance_score (spec §4.9): perf_score + runtime_improvement when > 0; otherwise
 /// perf_score + 1/runtime when runtime_improvement == -1, correct and runtime > 0; else perf_score.
 /// Throws kf::Error(kInvalidArgument, "perf_score is still -1, …") for an unevaluated result.
@@ -209,26 +147,10 @@ double ComputePerformanceScore(const EvalResult& result);
 /// The verdict for a candidate whose code could not be extracted (perf 0); the log holds its stderr.
 EvalResult ExtractionFailureResult(const ProcessResult& extract);
 
-/// The verdict for a failed build (perf 1): kBuildTimeout when `reason` is a wall/inactivity/CPU timeout
-/// or the message says "timed out"/"inactivity", else kBuildError. The log holds the post-processed
-/// compiler output (PostprocessCompilerOutput with `project_dir`).
-EvalResult BuildFailureResult(const ProcessResult& build, std::optional<StopReason> reason = std::nullopt,
+/// The verdict for a failed build (perf 1): kBuildTimeout when `reason` is a time limit (IsTimeLimit) — or,
+/// for a result from the wire (no reason), when the message says "timed out"/"inactivity" — else
+/// kBuildError. The log holds the post-processed compiler output (with `project_dir` shortened).
+EvalResult BuildFailureResult(const ProcessResult& build, std::optional<TerminationReason> reason = std::nullopt,
                               std::string_view project_dir = {});
-
-/// Post-processes pytest output for eval_log: starts at the first line containing "task.py::" (whole
-/// output when there is none), drops "could not import" skip noise, collapses tensor dumps to
-/// "tensor(...)", caps the length at `cap_chars` (head and tail kept, the cut marked), and returns
-/// "==== test session starts\n\n" + that text, trailing whitespace removed.
-std::string PostprocessPytestOutput(std::string_view output, size_t cap_chars = 16000);
-
-/// Collapses every "tensor(" … matching ")" (across lines) to "tensor(...)".
-std::string CollapseTensorDumps(std::string_view text);
-
-/// Post-processes compiler output for eval_log: cut after "ninja: build stopped", `project_dir` shortened
-/// to "<project_dir>", long compiler command lines shortened, warnings about files outside the project
-/// dropped, include stacks collapsed; at most `head_chars` of text plus up to `error_chars` of the error
-/// lines that were cut off.
-std::string PostprocessCompilerOutput(std::string_view output, std::string_view project_dir = {},
-                                      size_t head_chars = 5000, size_t error_chars = 2000);
 
 }  // namespace kf

@@ -20,15 +20,44 @@
 
 namespace kf {
 
+/// One problem of a task's configuration or structure: the config key or file (e.g. "build[1]",
+/// "test_executable", "task.py") and what is wrong.
+struct ConfigProblem {
+  std::string field;
+  std::string message;
+};
+
+class Task;
+
+/// What core needs to know about a package kind (the harness that runs it: "pytest", "native", …). The
+/// harness module provides the table (kf::HarnessTaskKinds() in kernelfoundry/harness.hpp); core receives
+/// it through TaskCreateOptions, as it receives the test collector, so it never depends on the harnesses.
+struct TaskKind {
+  std::string name;  ///< the config `harness:` value, e.g. "pytest"
+  /// Tests the kind declares in its config (native: config `tests`); empty function = the tests are
+  /// collected with `collector` instead.
+  std::function<TestLists(const Json& config)> declared_tests;
+  /// Collects the tests of a package of this kind (pytest); used when declared_tests is empty.
+  TestCollector collector;
+  /// Structure and config problems that need no build, for kf validate / Task::Problems (e.g. "task.py is
+  /// missing", "build[1]: expected a shell command"). Empty function = none.
+  std::function<std::vector<ConfigProblem>(const Task& task)> problems;
+};
+
+/// Finds the kind of a package from its config; throws kf::Error(kInvalidArgument, <config file>,
+/// "harness") for an unknown kind. `config_file` names the config in messages.
+using TaskKindLookup = std::function<const TaskKind&(const Json& config, const std::string& config_file)>;
+
 /// Options for Task::Create.
 struct TaskCreateOptions {
   FileMapLimits limits;
-  /// Run test discovery (cached, see test_discovery.hpp). Off only for tools that do not need test names
-  /// (hash, blocks); the task's test lists then stay empty.
+  /// Run test discovery (cached, see test_discovery.hpp) for kinds whose tests are collected. Off only for
+  /// tools that do not need test names (hash, blocks); their test lists then stay empty. Declared tests
+  /// (native) are always read: that reads the config only.
   bool discover_tests = true;
-  /// The collector used when discover_tests is set; core has none of its own (core must not depend on
-  /// exec). Use kf::PytestCollector() from kernelfoundry/pytest_collect.hpp. Empty + discover_tests ->
-  /// kf::Error(kInternal).
+  /// The package kinds (kf::HarnessTaskKinds()). Empty: every package is collected with `collector`.
+  TaskKindLookup kinds;
+  /// A collector that replaces the kind's own (tests inject fakes here); empty = the kind's.
   TestCollector collector;
   /// Directory of the discovery cache; empty = $KF_CACHE_DIR or ~/.cache/kernelfoundry.
   std::filesystem::path cache_dir;
@@ -79,12 +108,13 @@ class Task {
   /// Builds from an already-loaded file map (root dir already removed or not; it is removed here).
   static std::pair<Task, TaskMetadata> CreateFromFiles(MemoryFileMap files, const TaskCreateOptions& = {});
 
-  /// Structure checks of the reference's validate() — files not empty, task.py, conftest.py, >= 1
-  /// correctness and >= 1 profile test, an EVOLVE block, task_name and job_name in config — returning
-  /// every problem found, in that order (empty = valid).
-  std::vector<std::string> Problems() const;
-  /// Throws kf::Error(kInvalidArgument) listing all Problems() when not valid.
-  void Validate() const;
+  /// Structure checks of the reference's validate(), returning every problem found (empty = valid): the
+  /// task has files; the kind's own checks (pytest: task.py, conftest.py, >= 1 correctness and >= 1
+  /// performance test; native: build commands and declared tests — see HarnessTaskKinds); an EVOLVE block;
+  /// task_name and job_name in config. Without `kinds` only the kind-independent checks run.
+  std::vector<std::string> Problems(const TaskKindLookup& kinds = {}) const;
+  /// Throws kf::Error(kInvalidArgument) listing all Problems(kinds) when not valid.
+  void Validate(const TaskKindLookup& kinds = {}) const;
   /// Prints build flags, tests, config and block keys as YAML to `print` (one call per line).
   void PrintInfo(const std::function<void(const std::string&)>& print) const;
 
@@ -116,19 +146,6 @@ class Task {
   /// SHA-256 hash id of the task data (spec §3.4 generate_hash_id; identical to the reference).
   std::string HashId() const;
 };
-
-/// One problem of a task's config: the config key (e.g. "build[1]", "test_executable") and what is wrong.
-struct ConfigProblem {
-  std::string field;
-  std::string message;
-};
-
-/// The config checks of a package kind that do not need a build: `harness` must be absent, "pytest" or
-/// "native"; for native tasks, `build` is a non-empty string or list of non-empty strings (or `cmake: true`
-/// with a CMakeLists.txt in `files`), `test_executable` and `artifacts` are relative paths inside the task
-/// (no "..", not absolute, not empty), `tests.correctness` / `tests.performance` are non-empty lists of
-/// names. Used by Task::Problems (kf validate) and before a native build (kf run exits 3 on the first one).
-std::vector<ConfigProblem> ConfigProblems(const Json& config, const MemoryFileMap& files);
 
 /// The reference's generate_hash_id over an encoded task_data JSON object (or a string, hashed directly).
 std::string GenerateHashId(const Json& encoded_task_data);

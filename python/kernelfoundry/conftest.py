@@ -3,7 +3,15 @@
 
 Options: ``--performance-out PATH`` (runtimes JSON), ``--ref`` (test the reference), ``--itt`` (ITT
 annotations), ``--is_templated``, ``--template_params`` (JSON list or Python tuple literal; parsed as data,
-never eval'd, B21), ``--runtime_params`` (JSON object).
+never eval'd, B21), ``--runtime_params`` (JSON object), ``--kf-result-fd N`` (the result report, below).
+
+Result report (``--kf-result-fd N``, how KernelFoundry reads a run; never a file in the work dir): at
+session end one JSON document is written to the inherited descriptor N (a pipe made by kf) and N is closed:
+``{"tests": [{"name", "kind", "status", "message"}], "runtimes": {nodeid: [ms, …]}, "elapsed_ms",
+"exitstatus", "skipped_reason"}`` — the same protocol as the native task SDK. ``name`` is the node id
+relative to task.py ("TestX::test_a[512]"); ``status`` is passed, failed, skipped or error (a failing setup
+or teardown is an error; an xfail counts as skipped). A run that ends before its session finishes writes
+nothing, and kf judges it a test error.
 
 Runtimes file (written at session end, temp + rename, also when empty): ``{nodeid: [ms, …]}``, e.g.
 ``{"task.py::TestX::test_bench[1024]": [0.41, 0.40, …]}``, one per-call average in milliseconds per timed
@@ -20,6 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -33,6 +42,7 @@ from .templates import get_runtime_params_from_argv, parse_runtime_params, parse
 
 __all__ = [
     "pytest_addoption", "pytest_configure", "pytest_runtest_makereport", "pytest_sessionfinish",
+    "pytest_sessionstart", "pytest_runtest_logreport", "pytest_collectreport",
     "use_reference", "profile_store", "profiler_test_label", "measure_runtime", "measure_runtime_torch",
     "torch_profile", "template_params", "template_args_wrapper", "runtime_params", "cleanup",
     "_kf_measurements", "get_runtime_params_from_argv", "MEASURE_OPTIONS_ENV",
@@ -46,6 +56,8 @@ _ENV_OPTION_KEYS = {
 }
 
 _STORE = pytest.StashKey[dict]()
+_OUTCOMES = pytest.StashKey[dict]()
+_STARTED = pytest.StashKey[float]()
 _MEASURE_DEFAULTS = pytest.StashKey[dict]()
 _CALL_REPORT = pytest.StashKey[pytest.TestReport]()
 
@@ -63,6 +75,8 @@ def pytest_addoption(parser):
                     help="template parameter values: a JSON list or a Python tuple literal")
     group.addoption("--runtime_params", dest="runtime_params", default=None,
                     help="runtime hyperparameters as a JSON object")
+    group.addoption("--kf-result-fd", dest="kf_result_fd", type=int, default=None, metavar="N",
+                    help="write the run's result report (JSON) to the inherited file descriptor N at session end")
 
 
 def _measure_defaults_from_env() -> dict:
@@ -90,6 +104,8 @@ def pytest_configure(config):
     if hasattr(config.option, "log_cli_level") and config.option.log_cli_level is None:
         config.option.log_cli_level = "INFO"
     config.stash.setdefault(_STORE, {})
+    config.stash[_OUTCOMES] = {}
+    config.stash[_STARTED] = time.monotonic()
     config.stash[_MEASURE_DEFAULTS] = _measure_defaults_from_env()
     try:  # fail fast, before any test runs, on malformed parameters
         parse_template_params(config.getoption("template_params", None))
@@ -106,7 +122,92 @@ def pytest_runtest_makereport(item, call):
         item.stash[_CALL_REPORT] = report
 
 
+def _relative_id(nodeid: str) -> str:
+    """"task.py::TestX::test_a[1]" -> "TestX::test_a[1]" (the ids of Task.correctness_tests)."""
+    head, sep, rest = nodeid.partition("::")
+    return rest if sep and head.endswith(".py") else nodeid
+
+
+def _record(config, nodeid: str, kind: str, status: str, message: str) -> None:
+    outcomes = config.stash.setdefault(_OUTCOMES, {})
+    entry = outcomes.setdefault(nodeid, {"name": _relative_id(nodeid), "kind": kind, "status": status,
+                                         "message": message})
+    # Worst wins: error (setup/teardown) > failed > skipped > passed.
+    rank = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
+    if rank[status] >= rank[entry["status"]]:
+        entry["status"] = status
+        if message or status != "passed":
+            entry["message"] = message
+
+
+def _message(report) -> str:
+    """The first line says what failed (pytest's crash message, e.g. "assert [2, 4, 7] == [2, 4, 6]"); then the
+    end of the traceback."""
+    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        return str(report.longrepr[2])
+    text = getattr(report, "longreprtext", "") or ""
+    crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "")
+    return (crash.splitlines()[0] + "\n" if crash else "") + text[-4000:]
+
+
+def pytest_runtest_logreport(report):
+    config = _CONFIG[0]
+    if config is None or config.getoption("kf_result_fd", None) is None:
+        return
+    kind = "performance" if "performance" in getattr(report, "keywords", {}) else "correctness"
+    if report.when == "call":
+        if hasattr(report, "wasxfail"):
+            status = "skipped" if report.skipped else "passed"
+        else:
+            status = "passed" if report.passed else "skipped" if report.skipped else "failed"
+        _record(config, report.nodeid, kind, status, "" if report.passed else _message(report))
+    elif report.failed:  # setup or teardown
+        _record(config, report.nodeid, kind, "error", f"{report.when} failed: {_message(report)}")
+    elif report.skipped:  # skipped in setup (e.g. pytest.skip in a fixture, skipif)
+        _record(config, report.nodeid, kind, "skipped", _message(report))
+
+
+def pytest_collectreport(report):
+    config = _CONFIG[0]
+    if config is None or config.getoption("kf_result_fd", None) is None or not report.failed:
+        return
+    _record(config, report.nodeid or "<collection>", "collection", "error",
+            f"collection failed: {_message(report)}")
+
+
+_CONFIG: list = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    _CONFIG[0] = session.config
+
+
+def _write_result_report(session, exitstatus) -> None:
+    fd = session.config.getoption("kf_result_fd", None)
+    if fd is None:
+        return
+    outcomes = list(session.config.stash.get(_OUTCOMES, {}).values())
+    skipped = [o["message"] for o in outcomes if o["status"] == "skipped" and o["message"]]
+    doc = {
+        "tests": outcomes,
+        "runtimes": session.config.stash.get(_STORE, {}),
+        "skipped_reason": skipped[0] if skipped else None,
+        "elapsed_ms": (time.monotonic() - session.config.stash.get(_STARTED, time.monotonic())) * 1000.0,
+        "exitstatus": int(exitstatus),
+    }
+    data = json.dumps(doc, allow_nan=False, default=str).encode("utf-8")
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)
+
+
 def pytest_sessionfinish(session, exitstatus):
+    _write_result_report(session, exitstatus)
     path = session.config.getoption("performance_out", None)
     if not path:
         return

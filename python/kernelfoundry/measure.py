@@ -32,8 +32,8 @@ def _native():
         from . import _measure  # noqa: PLC0415 — imported lazily so collection works without the build
     except ImportError as e:  # pragma: no cover - depends on the build
         raise ImportError(
-            "kernelfoundry._measure is not built: build the CMake target `_measure` (it writes "
-            f"python/kernelfoundry/_measure*.so) — {e}") from e
+            "kernelfoundry._measure is not built or not on the path: build the project (the build assembles "
+            f"the package with _measure*.so in <build dir>/python; use PYTHONPATH=<build dir>/python) — {e}") from e
     return _measure
 
 

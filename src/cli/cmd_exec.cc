@@ -13,6 +13,7 @@
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/process.hpp"
 
 namespace kf::cli {
@@ -152,7 +153,8 @@ void Setup(CLI::App& app, int* exit_code) {
     if (args->inactivity) o.inactivity_timeout = Seconds(*args->inactivity, "--inactivity");
     if (!args->end_marker.empty()) {
       double grace = args->grace.value_or(args->end_marker == "pytest" ? 10.0 : 2.0);
-      o.end_marker = EndMarker{args->end_marker, Seconds(grace, "--grace")};
+      o.end_marker = args->end_marker == "pytest" ? PytestEndMarker(Seconds(grace, "--grace"))
+                                                  : EndMarker::Literal(args->end_marker, Seconds(grace, "--grace"));
     }
     o.kill_grace = Seconds(args->kill_grace, "--kill-grace");
     if (!args->memory.empty()) o.memory_limit_bytes = ParseSize(args->memory, "--memory");

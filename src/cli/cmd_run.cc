@@ -48,7 +48,7 @@ std::optional<BlockUpdate> ReadCandidate(const RunOptions& o) {
 
 int RunRun(const RunOptions& o) {
   LoadedTask loaded = LoadTask(o.task, /*discover_tests=*/true);
-  loaded.task.Validate();
+  loaded.task.Validate(HarnessTaskKinds());
   // Merge precedence of the reference's driver: task config < overrides.yml (spec §1.5).
   const Json& meta = loaded.metadata;
   if (meta.is_object() && meta.contains("overrides") && meta["overrides"].is_object()) {

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "kernelfoundry/error.hpp"
-#include "kernelfoundry/pytest_collect.hpp"
+#include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/test_discovery.hpp"
 
 namespace kf::cli {
@@ -41,7 +41,7 @@ bool IsEncodedTaskArg(const std::string& arg) {
 TaskCreateOptions CliCreateOptions(bool discover_tests) {
   TaskCreateOptions options;
   options.discover_tests = discover_tests;
-  if (discover_tests) options.collector = PytestCollector();
+  options.kinds = HarnessTaskKinds();
   return options;
 }
 
@@ -151,9 +151,10 @@ std::vector<std::string> ValidateStructure(const std::string& arg, Task* task_ou
   Task& task = loaded.task;
   std::vector<std::string> problems;
   bool discovery_failed = false;
-  if (!loaded.from_json && task.task_data.Contains("task.py")) {
+  const TaskKind& kind = HarnessDescriptorFor(task.config).kind;
+  if (!loaded.from_json && kind.collector && task.task_data.Contains("task.py")) {
     try {
-      TestLists lists = DiscoverTests(task.task_data, PytestCollector());
+      TestLists lists = DiscoverTests(task.task_data, kind.collector);
       task.correctness_tests = std::move(lists.correctness);
       task.profile_tests = std::move(lists.profile);
     } catch (const Error& e) {
@@ -161,7 +162,7 @@ std::vector<std::string> ValidateStructure(const std::string& arg, Task* task_ou
       discovery_failed = true;
     }
   }
-  for (std::string& p : task.Problems()) {
+  for (std::string& p : task.Problems(HarnessTaskKinds())) {
     // After a failed collection the "no correctness/performance test" lines only repeat it.
     if (discovery_failed && p.rfind("no correctness test", 0) == 0) continue;
     if (discovery_failed && p.rfind("no performance test", 0) == 0) continue;

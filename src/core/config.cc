@@ -351,3 +351,99 @@ std::string DumpYaml(const Json& value) {
 }
 
 }  // namespace kf
+
+namespace kf {
+namespace {
+
+// True when every part of the dotted key path exists (a null value counts as present).
+bool ConfigHasKey(const Json& config, std::string_view key) {
+  const Json* node = &config;
+  while (true) {
+    if (!node->is_object()) return false;
+    const size_t dot = key.find('.');
+    auto it = node->find(std::string(key.substr(0, dot)));
+    if (it == node->end()) return false;
+    if (dot == std::string_view::npos) return true;
+    node = &*it;
+    key.remove_prefix(dot + 1);
+  }
+}
+
+}  // namespace
+
+ConfigView::ConfigView(const Json& config, std::string file) : config_(config), file_(std::move(file)) {}
+
+const Json* ConfigView::Find(std::string_view key) const {
+  const Json* node = &config_;
+  while (true) {
+    if (!node->is_object()) return nullptr;
+    const size_t dot = key.find('.');
+    auto it = node->find(std::string(key.substr(0, dot)));
+    if (it == node->end()) return nullptr;
+    node = &*it;
+    if (dot == std::string_view::npos) break;
+    key.remove_prefix(dot + 1);
+  }
+  return node->is_null() ? nullptr : node;
+}
+
+void ConfigView::Fail(std::string_view key, const std::string& expected, const Json& got) const {
+  throw Error(ErrorKind::kInvalidArgument, "expected " + expected + ", got " + DumpJson(got), file_,
+              std::string(key));
+}
+
+bool ConfigView::Bool(std::string_view key, bool fallback) const {
+  const Json* v = Find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) Fail(key, "true or false", *v);
+  return v->get<bool>();
+}
+
+int64_t ConfigView::Int(std::string_view key, int64_t fallback) const {
+  const Json* v = Find(key);
+  if (v == nullptr) return fallback;
+  if (v->is_number_integer()) return v->get<int64_t>();
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<int64_t>(d);
+  }
+  Fail(key, "an integer", *v);
+}
+
+double ConfigView::Number(std::string_view key, double fallback) const {
+  const Json* v = Find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number() || !std::isfinite(v->get<double>())) Fail(key, "a number", *v);
+  return v->get<double>();
+}
+
+std::string ConfigView::String(std::string_view key, const std::string& fallback) const {
+  const Json* v = Find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) Fail(key, "a string", *v);
+  return v->get<std::string>();
+}
+
+std::optional<std::vector<std::string>> ConfigView::StringList(std::string_view key) const {
+  const Json* v = Find(key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_array()) Fail(key, "a list of strings", *v);
+  std::vector<std::string> out;
+  for (const Json& item : *v) {
+    if (!item.is_string()) Fail(key, "a list of strings", *v);
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+std::optional<double> ConfigView::Seconds(std::string_view key) const {
+  if (!ConfigHasKey(config_, key)) return std::nullopt;
+  const Json* v = Find(key);
+  if (v == nullptr) return 0.0;  // present and null
+  if (!v->is_number()) Fail(key, "a number of seconds", *v);
+  const double s = v->get<double>();
+  if (!std::isfinite(s) || s < 0 || s > 1e7) Fail(key, "a number of seconds in [0, 1e7]", *v);
+  return s;
+}
+
+}  // namespace kf

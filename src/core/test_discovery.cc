@@ -1,7 +1,7 @@
 // Test discovery driver: cache lookup, materialisation into a temp dir, collector call, cache write.
 #include "kernelfoundry/test_discovery.hpp"
 
-#include "core/live_dirs.hpp"
+#include "core/temp_dir.hpp"
 
 #include <fmt/format.h>
 #include <stdlib.h>
@@ -26,29 +26,6 @@ constexpr int kCacheFormat = 1;
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-
-// Removes a directory tree on scope exit.
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "custom_task_create_XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr)
-      throw Error(ErrorKind::kIO, "cannot create a temporary directory for test discovery", tmpl);
-    path_ = tmpl;
-    internal::RegisterLiveDir(path_);  // removed by kf's termination handler if kf is stopped meanwhile
-  }
-  ~ScopedTempDir() {
-    internal::UnregisterLiveDir(path_);
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 std::optional<TestLists> ReadCache(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -138,7 +115,7 @@ TestLists DiscoverTests(const MemoryFileMap& files, const TestCollector& collect
     if (lists && cache_hit != nullptr) *cache_hit = true;
   }
   if (!lists) {
-    ScopedTempDir tmp;
+    TempDir tmp({}, "custom_task_create_");
     files.ToDisk(tmp.path());
     lists = collector.collect(tmp.path());
     if (caching) WriteCache(cache_file, *lists);

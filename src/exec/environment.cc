@@ -35,6 +35,20 @@ bool MatchesAllowed(const std::string& name, const std::vector<std::string>& all
 
 }  // namespace
 
+const std::vector<std::string>& DefaultAllowedEnv() {
+  // Locale and terminal basics; toolchains (compilers, CUDA, ROCm, oneAPI/SYCL, OpenCL/PoCL, MKL/TBB,
+  // OpenMP, OpenBLAS, ccache); torch/triton knobs; our own KERNELFOUNDRY_* / KF_* variables. Anything not
+  // listed (credentials, cloud and CI tokens, proxies) stays out of candidate code (B22).
+  static const std::vector<std::string> kAllowed = {
+      "PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR", "TMP", "TEMP", "USER", "LOGNAME",
+      "SHELL", "HOSTNAME", "PYTHON*", "VIRTUAL_ENV", "CONDA_PREFIX", "CUDA*", "NVIDIA*", "CUDNN*", "NCCL*",
+      "ROCM*", "HIP*", "HSA*", "OCL*", "POCL*", "ONEAPI*", "SYCL*", "ZE_*", "INTEL*", "CMPLR_ROOT", "MKL*",
+      "TBB*", "OMP_*", "KMP_*", "GOMP_*", "OPENBLAS*", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH",
+      "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH", "CC", "CXX", "CFLAGS", "CXXFLAGS",
+      "LDFLAGS", "CCACHE_*", "TORCH_*", "TRITON_*", "KERNELFOUNDRY_*", "KF_*"};
+  return kAllowed;
+}
+
 bool IsSecretEnvName(const std::string& name, const ProcessOptions& options) {
   if (std::find(options.allow_secret_names.begin(), options.allow_secret_names.end(), name) !=
       options.allow_secret_names.end()) {

@@ -12,21 +12,14 @@
 
 namespace kf {
 
-const char* TerminationReasonName(TerminationReason r) {
-  switch (r) {
-    case TerminationReason::kExited: return "exited";
-    case TerminationReason::kSignaled: return "signaled";
-    case TerminationReason::kWallTimeout: return "wall_timeout";
-    case TerminationReason::kInactivity: return "inactivity";
-    case TerminationReason::kEndMarkerGrace: return "end_marker_grace";
-    case TerminationReason::kMemoryLimit: return "memory_limit";
-    case TerminationReason::kProcessLimit: return "process_limit";
-    case TerminationReason::kOutputLimit: return "output_limit";
-    case TerminationReason::kCpuLimit: return "cpu_limit";
-    case TerminationReason::kFileSizeLimit: return "file_size_limit";
-    case TerminationReason::kSpawnFailed: return "spawn_failed";
-  }
-  return "unknown";
+EndMarker EndMarker::Literal(std::string text, std::chrono::milliseconds grace) {
+  EndMarker m;
+  m.grace = grace;
+  m.match = [text = std::move(text)](std::string_view line) -> std::optional<std::string> {
+    if (text.empty() || line.find(text) == std::string_view::npos) return std::nullopt;
+    return std::string();
+  };
+  return m;
 }
 
 const char* ContainmentMethodName(ContainmentMethod m) {
@@ -102,6 +95,7 @@ std::optional<std::string> MessageFor(TerminationReason r, const ProcessOptions&
       return "Process exceeded the file size limit of " +
              std::to_string(o.file_size_limit_bytes.value_or(0)) + " bytes";
     case TerminationReason::kSpawnFailed: return st.spawn_error;
+    case TerminationReason::kCanceled: return std::string("Process canceled");
     case TerminationReason::kExited:
     case TerminationReason::kSignaled: return std::nullopt;
   }

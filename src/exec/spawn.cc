@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,10 +14,10 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <stop_token>
 
 #include "exec/capture.hpp"
 #include "exec/cgroup.hpp"
-#include "exec/end_marker.hpp"
 #include "exec/internal.hpp"
 #include "exec/landlock.hpp"
 #include "exec/live_runs.hpp"
@@ -262,10 +263,10 @@ void Runner::Spawn() {
 
 void Runner::OnLine(bool is_stderr, std::string_view raw) {
   std::string text = StripTerminalEscapes(DecodeUtf8Replace(MakeNulVisible(raw)));
-  if (o_.end_marker && !run_->end_marker_line) {
-    if (auto hit = MatchEndMarker(o_.end_marker->marker, text)) {
+  if (o_.end_marker && o_.end_marker->match && !run_->end_marker_line) {
+    if (std::optional<std::string> message = o_.end_marker->match(text)) {
       run_->end_marker_line = text;
-      st_.marker_message = hit->message;
+      st_.marker_message = std::move(*message);
       marker_deadline_ = Clock::now() + o_.end_marker->grace;
     }
   }
@@ -346,6 +347,18 @@ void Runner::RequestKill(TerminationReason reason, char cmd) {
 
 void Runner::Loop() {
   const bool poll_limits = cgroups_ && (cgroups_->pids_enforced() || cgroups_->memory_enforced());
+  // Cancellation wakes the poll below through an eventfd written by the stop callback.
+  Fd wake;
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+  if (o_.stop.stop_possible()) {
+    wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake.fd < 0) throw Error(ErrorKind::kIO, std::string("eventfd: ") + std::strerror(errno));
+    const int wake_fd = wake.fd;
+    on_stop.emplace(o_.stop, std::function<void()>([wake_fd] {
+                      const uint64_t one = 1;
+                      (void)!write(wake_fd, &one, sizeof one);
+                    }));
+  }
   Clock::time_point next_limit_poll = start_ + milliseconds(50);
   while (true) {
     ReadMessages();
@@ -354,7 +367,9 @@ void Runner::Loop() {
     if (st_.done && !drain_deadline_) drain_deadline_ = now + milliseconds(1000);
     if (drain_deadline_ && now >= *drain_deadline_) break;  // a writer escaped the tree: stop waiting
     if (!st_.kill_reason && !st_.main_status && !st_.done) {
-      if (o_.wall_timeout && now - start_ >= *o_.wall_timeout) {
+      if (o_.stop.stop_requested()) {
+        RequestKill(TerminationReason::kCanceled, kCmdKill);
+      } else if (o_.wall_timeout && now - start_ >= *o_.wall_timeout) {
         RequestKill(TerminationReason::kWallTimeout, kCmdTerminate);
       } else if (o_.inactivity_timeout && now - last_activity_ >= *o_.inactivity_timeout) {
         RequestKill(TerminationReason::kInactivity, kCmdTerminate);
@@ -400,8 +415,8 @@ void Runner::Loop() {
       auto ms = std::chrono::duration_cast<milliseconds>(*next - now).count() + 1;
       timeout = static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
     }
-    pollfd fds[4];
-    Stream* streams[4] = {nullptr, nullptr, nullptr, nullptr};
+    pollfd fds[5];
+    Stream* streams[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
     nfds_t n = 0;
     for (Stream* s : {&out_, &err_, &res_}) {
       if (s->fd.fd >= 0) {
@@ -410,7 +425,9 @@ void Runner::Loop() {
       }
     }
     if (sock_.fd >= 0) fds[n++] = {sock_.fd, POLLIN, 0};
-    if (n == 0) {  // nothing to wait on but the drain deadline
+    const bool wake_polled = wake.fd >= 0 && !st_.kill_reason;
+    if (wake_polled) fds[n++] = {wake.fd, POLLIN, 0};
+    if (n == (wake_polled ? 1u : 0u)) {  // nothing to wait on but the drain deadline
       if (st_.done) break;
       continue;
     }
@@ -419,6 +436,10 @@ void Runner::Loop() {
     }
     for (nfds_t i = 0; i < n; ++i) {
       if (streams[i] && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) ReadStream(*streams[i]);
+    }
+    if (wake_polled && (fds[n - 1].revents & POLLIN)) {  // drained; stop_requested() is checked above
+      uint64_t count = 0;
+      (void)!read(wake.fd, &count, sizeof count);
     }
   }
   if (out_.lines && out_.fd.fd >= 0) out_.lines->Flush();

@@ -1,5 +1,5 @@
-// Harness factory and the helpers every harness shares: limits from config, artifact collection (B15),
-// termination messages, the task-side Python and the persistent cache directory.
+// What every harness shares: names, limits from config, the pytest end marker, artifact collection (B15),
+// the task-side Python, and the ProcessOptions of build and test runs. The kind table is in kinds.cc.
 #include "kernelfoundry/harness.hpp"
 
 #include <sys/stat.h>
@@ -13,7 +13,12 @@
 
 #include <fmt/format.h>
 
+#include "harness/harness_internal.hpp"
+#include "harness/isolation.hpp"
+#include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/pytest_summary.hpp"
+#include "kernelfoundry/test_discovery.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -32,95 +37,50 @@ const char* PhaseName(Phase phase) {
   return "unknown";
 }
 
-const char* PhaseOutcomeName(PhaseOutcome outcome) {
-  switch (outcome) {
-    case PhaseOutcome::kNotRun: return "not_run";
-    case PhaseOutcome::kPassed: return "passed";
-    case PhaseOutcome::kTestsFailed: return "tests_failed";
-    case PhaseOutcome::kError: return "error";
-    case PhaseOutcome::kTimedOut: return "timed_out";
-    case PhaseOutcome::kInactive: return "inactive";
-    case PhaseOutcome::kKilled: return "killed";
-    case PhaseOutcome::kSpawnFailed: return "spawn_failed";
-    case PhaseOutcome::kNoRuntimes: return "no_runtimes";
-  }
-  return "unknown";
-}
-
-namespace {
-
-// Reads config[key] as seconds. Absent -> nullopt (keep default). null/0 -> `zero` (0 ms). Bad -> Error.
-std::optional<std::chrono::milliseconds> ConfigSeconds(const Json& config, const char* key, bool* present) {
-  *present = false;
-  if (!config.is_object() || !config.contains(key)) return std::nullopt;
-  *present = true;
-  const Json& v = config.at(key);
-  if (v.is_null()) return std::chrono::milliseconds{0};
-  if (!v.is_number()) {
-    throw Error(ErrorKind::kInvalidArgument, "expected a number of seconds, got " + DumpJson(v), "config.yaml",
-                key);
-  }
-  double s = v.get<double>();
-  if (!std::isfinite(s) || s < 0 || s > 1e7) {
-    throw Error(ErrorKind::kInvalidArgument, "expected a number of seconds in [0, 1e7], got " + DumpJson(v),
-                "config.yaml", key);
-  }
-  return std::chrono::milliseconds{static_cast<int64_t>(std::llround(s * 1000.0))};
-}
-
-std::string FormatSeconds(std::chrono::milliseconds ms) {
-  if (ms.count() % 1000 == 0) return std::to_string(ms.count() / 1000);
-  return fmt::format("{:g}", static_cast<double>(ms.count()) / 1000.0);
-}
-
-}  // namespace
-
 HarnessLimits HarnessLimits::FromConfig(const Json& config) {
+  const ConfigView view(config);
+  auto ms = [](double s) { return std::chrono::milliseconds{static_cast<int64_t>(std::llround(s * 1000.0))}; };
   HarnessLimits limits;
-  bool present = false;
   // Wall-clock limits: null or 0 fall back to the default (the reference's `timeout or 120`).
-  if (auto v = ConfigSeconds(config, "build_timeout", &present); v && v->count() > 0) limits.build_timeout = *v;
-  if (auto v = ConfigSeconds(config, "test_timeout", &present); v && v->count() > 0) limits.test_timeout = *v;
+  if (auto s = view.Seconds("build_timeout"); s && *s > 0) limits.build_timeout = ms(*s);
+  if (auto s = view.Seconds("test_timeout"); s && *s > 0) limits.test_timeout = ms(*s);
   // Inactivity limits: null or 0 disable.
-  if (auto v = ConfigSeconds(config, "build_output_inactivity_timeout", &present); present) {
-    limits.build_inactivity_timeout = v->count() > 0 ? v : std::nullopt;
+  if (auto s = view.Seconds("build_output_inactivity_timeout")) {
+    limits.build_inactivity_timeout = *s > 0 ? std::optional(ms(*s)) : std::nullopt;
   }
-  if (auto v = ConfigSeconds(config, "test_output_inactivity_timeout", &present); present) {
-    limits.test_inactivity_timeout = v->count() > 0 ? v : std::nullopt;
+  if (auto s = view.Seconds("test_output_inactivity_timeout")) {
+    limits.test_inactivity_timeout = *s > 0 ? std::optional(ms(*s)) : std::nullopt;
   }
   return limits;
 }
 
-std::unique_ptr<Harness> MakeHarness(const Task& task) {
-  std::string name;
-  if (task.config.is_object() && task.config.contains("harness") && !task.config["harness"].is_null()) {
-    const Json& h = task.config["harness"];
-    if (!h.is_string()) {
-      throw Error(ErrorKind::kInvalidArgument, "expected a string (pytest or native), got " + DumpJson(h),
-                  "config.yaml", "harness");
-    }
-    name = h.get<std::string>();
-  }
-  if (name.empty()) {
-    if (!task.task_data.Contains("task.py")) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "the task has no task.py and names no harness (set `harness: pytest` or `harness: native`)",
-                  "config.yaml", "harness");
-    }
-    name = "pytest";
-  }
-  if (name == "pytest") return MakePytestHarness();
-  if (name == "native") {
-    // Config mistakes are the task's, not the candidate's: refuse before building anything (kf run: exit 3).
-    std::vector<ConfigProblem> problems = ConfigProblems(task.config, task.task_data);
-    if (!problems.empty()) {
-      throw Error(ErrorKind::kInvalidArgument, problems.front().message, "config.yaml", problems.front().field);
-    }
-    return MakeNativeHarness(task.config);
-  }
-  throw Error(ErrorKind::kUnsupported, "unknown harness '" + name + "' (expected pytest or native)",
-              "config.yaml", "harness");
+std::unique_ptr<Harness> MakeHarness(const Task& task) { return HarnessDescriptorFor(task.config).make(task); }
+
+EndMarker PytestEndMarker(std::chrono::milliseconds grace) {
+  EndMarker m;
+  m.grace = grace;
+  m.match = [](std::string_view line) -> std::optional<std::string> {
+    std::optional<PytestSummary> summary = ParsePytestSummaryLine(line);
+    if (!summary) return std::nullopt;
+    const bool all_passed = summary->Count("passed") > 0 && summary->Count("failed") == 0 &&
+                            summary->Count("errors") == 0;
+    return all_passed ? std::string("All tests passed but the process did not exit cleanly and had to be terminated.")
+                      : std::string();
+  };
+  return m;
 }
+
+std::string TaskPython() {
+  if (const char* env = std::getenv("KF_PYTHON"); env && *env) return env;
+  return "/usr/bin/python3";
+}
+
+fs::path TaskPythonPath() {
+  if (const char* env = std::getenv("KF_PYTHON_DIR"); env && *env) return env;
+  return KF_PYTHON_DIR;
+}
+
+namespace harness_internal {
 
 namespace {
 
@@ -191,42 +151,50 @@ MemoryFileMap CollectArtifacts(const fs::path& task_dir, const std::vector<std::
   return out;
 }
 
-std::optional<std::string> TerminationMessage(const ProcessRun& run, const ProcessOptions& options) {
-  switch (run.reason) {
-    case TerminationReason::kExited: return std::nullopt;
-    case TerminationReason::kSignaled: {
-      int sig = -run.result.returncode;
-      const char* name = sig > 0 ? sigabbrev_np(sig) : nullptr;
-      return fmt::format("Process terminated by signal {}{}", sig, name ? fmt::format(" (SIG{})", name) : "");
-    }
-    case TerminationReason::kWallTimeout:
-      return "Process timed out after " +
-             FormatSeconds(options.wall_timeout.value_or(std::chrono::milliseconds{0})) + " seconds";
-    case TerminationReason::kInactivity: return "Process killed due to inactivity";
-    case TerminationReason::kEndMarkerGrace:
-      return "Process did not exit within " +
-             FormatSeconds(options.end_marker ? options.end_marker->grace : std::chrono::milliseconds{0}) +
-             " seconds after its end marker and was terminated";
-    case TerminationReason::kMemoryLimit: return "Process killed: memory limit exceeded";
-    case TerminationReason::kOutputLimit: return "Process killed: output limit exceeded";
-    case TerminationReason::kCpuLimit: return "Process killed: CPU time limit exceeded";
-    case TerminationReason::kProcessLimit: return "Process killed: process limit exceeded";
-    case TerminationReason::kFileSizeLimit: return "Process killed: file size limit exceeded";
-    case TerminationReason::kSpawnFailed:
-      return run.result.message && !run.result.message->empty() ? *run.result.message
-                                                                 : std::string("Process could not be started");
-  }
-  return std::nullopt;
+std::map<std::string, std::string> PythonEnv(const std::map<std::string, std::string>& extra) {
+  std::map<std::string, std::string> env;
+  env["PYTHONUNBUFFERED"] = "1";
+  env["PYTHONDONTWRITEBYTECODE"] = "1";
+  env["KF_CACHE_DIR"] = fs::absolute(DefaultCacheDir()).string();
+  for (const auto& [k, v] : extra) env[k] = v;
+  return env;
 }
 
-std::string TaskPython() {
-  if (const char* env = std::getenv("KF_PYTHON"); env && *env) return env;
-  return "/usr/bin/python3";
+std::string JoinNotes(const std::optional<std::string>& a, const std::string& b) {
+  if (!a || a->empty()) return b;
+  return *a + "\n" + b;
 }
 
-fs::path TaskPythonPath() {
-  if (const char* env = std::getenv("KF_PYTHON_DIR"); env && *env) return env;
-  return KF_PYTHON_DIR;
+ProcessOptions TestProcessOptions(const TestRequest& req) {
+  ProcessOptions o;
+  o.cwd = req.task_dir;
+  o.env_add = req.env;
+  o.env_add["KERNELFOUNDRY_TEST"] = "1";
+  o.wall_timeout = req.limits.test_timeout;
+  o.inactivity_timeout = req.limits.test_inactivity_timeout;
+  o.on_line = req.on_line;
+  o.stop = req.stop;
+  o.result_pipe = true;
+  // Issue 10: a test run writes only a fresh private directory; the task tree (with the reference's
+  // artifacts) and everything else stay read-only to the candidate.
+  IsolateChild(o, {}, FreshRunDir(req.work_dir, "run_" + req.variant.key + "_"));
+  return o;
 }
+
+ProcessOptions BuildProcessOptions(const BuildRequest& req) {
+  ProcessOptions o;
+  o.cwd = req.task_dir;
+  o.env_add = req.env;
+  o.env_add["KERNELFOUNDRY_BUILD"] = "1";
+  o.wall_timeout = req.limits.build_timeout;
+  o.inactivity_timeout = req.limits.build_inactivity_timeout;
+  o.on_line = req.on_line;
+  o.stop = req.stop;
+  // Issue 10: a build writes only its own work dir (task tree, inputs, outputs, its private temp dir).
+  IsolateChild(o, {req.work_dir}, req.work_dir / "tmp");
+  return o;
+}
+
+}  // namespace harness_internal
 
 }  // namespace kf

@@ -1,7 +1,11 @@
 // The isolation policy of build and test children (see isolation.hpp).
 #include "harness/isolation.hpp"
 
+#include <stdlib.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <system_error>
 
 #include "kernelfoundry/error.hpp"
@@ -49,6 +53,14 @@ void IsolateChild(ProcessOptions& options, const std::vector<fs::path>& writable
   iso.writable_paths.push_back(private_tmp);
   iso.required = mode == Mode::kRequired;
   options.filesystem_isolation = std::move(iso);
+}
+
+fs::path FreshRunDir(const fs::path& parent, const std::string& prefix) {
+  std::string tmpl = (parent / (prefix + "XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    throw Error(ErrorKind::kIO, std::string("cannot create a run directory: ") + std::strerror(errno), tmpl);
+  }
+  return tmpl;
 }
 
 }  // namespace kf

@@ -34,4 +34,8 @@ bool ChildIsolationApplied();
 void IsolateChild(ProcessOptions& options, const std::vector<std::filesystem::path>& writable,
                   const std::filesystem::path& private_tmp);
 
+/// A fresh, empty directory `<parent>/<prefix>XXXXXX` (mkdtemp) for one test run. Throws kf::Error(kIO,
+/// file = the path) when it cannot be created.
+std::filesystem::path FreshRunDir(const std::filesystem::path& parent, const std::string& prefix);
+
 }  // namespace kf

@@ -5,63 +5,25 @@
 // environment; the expanded command lines are recorded in output_data {"commands": [...]}. Artifacts: config
 // `test_executable` plus `artifacts: [...]`. Test: the program runs twice (correctness, then performance) and
 // hands back one JSON document through a result pipe (ProcessOptions::result_pipe), never a file.
+#include "harness/native_harness.hpp"
+
 #include <fmt/format.h>
 
-#include "harness/isolation.hpp"
+#include "harness/harness_internal.hpp"
 #include "harness/native_protocol.hpp"
+#include "harness/test_report.hpp"
 #include "kernelfoundry/error.hpp"
-#include "kernelfoundry/harness.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
+using namespace harness_internal;
 
 namespace {
-
-std::string JoinNotes(const std::optional<std::string>& a, const std::string& b) {
-  if (!a || a->empty()) return b;
-  return *a + "\n" + b;
-}
-
-PhaseOutcome OutcomeOf(const ProcessRun& run) {
-  switch (run.reason) {
-    case TerminationReason::kExited: return run.result.returncode == 0 ? PhaseOutcome::kPassed
-                                            : run.result.returncode == 1 ? PhaseOutcome::kTestsFailed
-                                                                         : PhaseOutcome::kError;
-    case TerminationReason::kSignaled:
-    case TerminationReason::kEndMarkerGrace: return PhaseOutcome::kError;
-    case TerminationReason::kWallTimeout: return PhaseOutcome::kTimedOut;
-    case TerminationReason::kInactivity: return PhaseOutcome::kInactive;
-    case TerminationReason::kSpawnFailed: return PhaseOutcome::kSpawnFailed;
-    default: return PhaseOutcome::kKilled;
-  }
-}
-
-struct PhaseRun {
-  ProcessResult result;
-  PhaseOutcome outcome = PhaseOutcome::kNotRun;
-  TerminationReason reason = TerminationReason::kExited;
-  double wall_s = 0;
-  std::optional<native::ResultDoc> doc;
-};
-
-// ---- [issue 10 fault 7] code compiled at run time (OpenCL JIT…) did not build -> build_error ----
-// Until VariantRun carries a typed verdict (the lead's refactor), the verdict travels as the message marker
-// "kernel build error: ", which ClassifyCorrectness maps to kBuildError. When the typed verdict lands, set
-// it here instead; nothing else depends on the marker. The compiler's first error leads stderr (it is what
-// the log tail shows), the whole build log follows.
-void MarkJitBuildError(PhaseRun& run, const native::ResultDoc::BuildError& b) {
-  run.outcome = PhaseOutcome::kError;
-  if (run.result.returncode == 0) run.result.returncode = 1;
-  run.result.message = JoinNotes(run.result.message, "kernel build error: " + b.message);
-  run.result.stderr_text = b.message + "\n\nbuild log:\n" + b.log + "\n" + run.result.stderr_text;
-}
 
 class NativeHarness final : public Harness {
  public:
   explicit NativeHarness(Json config) : config_(std::move(config)) {}
   std::string_view Name() const override { return "native"; }
-  bool ReferenceUsesCandidateBuild() const override { return true; }
-
   BuildRun Build(const BuildRequest& req) const override {
     BuildRun out;
     std::vector<std::string> commands;
@@ -78,10 +40,8 @@ class NativeHarness final : public Harness {
     }
     std::string script = "set -e\n";
     for (const auto& c : commands) script += c + "\n";
-    ProcessOptions o;
+    ProcessOptions o = BuildProcessOptions(req);
     o.argv = {"/bin/sh", "-xc", script};
-    o.cwd = req.task_dir;
-    o.env_add = req.env;
     std::string joined;
     for (const auto& d : defines) joined += (joined.empty() ? "" : " ") + d;
     o.env_add["KF_DEFINES"] = joined;
@@ -91,11 +51,6 @@ class NativeHarness final : public Harness {
     o.env_add["KF_INCLUDE_DIR"] = (fs::path(KF_SOURCE_DIR) / "include").string();
     o.env_add["KF_SDK_SOURCES"] = SdkSources();
     o.env_add["KF_BUILD_TARGET"] = BuildTargetName(req.target);
-    o.env_add["KERNELFOUNDRY_BUILD"] = "1";
-    o.wall_timeout = req.limits.build_timeout;
-    o.inactivity_timeout = req.limits.build_inactivity_timeout;
-    o.on_line = req.on_line;
-    IsolateChild(o, {req.work_dir}, req.work_dir / "tmp");
     ProcessRun run = RunProcess(o);
     out.reason = run.reason;
     out.wall_s = run.wall_seconds;
@@ -111,9 +66,8 @@ class NativeHarness final : public Harness {
       pos = nl == std::string::npos ? err.size() : nl + 1;
     }
     r.output_data = Json{{"commands", executed}};
-    std::optional<std::string> note = TerminationMessage(run, o);
     if (run.reason != TerminationReason::kExited || r.returncode != 0) {
-      r.message = JoinNotes(note, "Build failed with non-zero return code");
+      r.message = JoinNotes(r.message, "Build failed with non-zero return code");
       out.result.result = std::move(r);
       return out;
     }
@@ -136,45 +90,9 @@ class NativeHarness final : public Harness {
     return out;
   }
 
-  VariantRun Test(const TestRequest& req) const override {
-    VariantRun out;
-    PhaseRun c = RunPhase(req, Phase::kCorrectness, "correctness");
-    out.correctness = c.outcome;
-    out.correctness_stop = c.reason;
-    out.correctness_s = c.wall_s;
-    out.result.correctness_result = c.result;
-    if (c.outcome != PhaseOutcome::kPassed) return out;
-    // Every correctness test skipped (no device): nothing to time.
-    if (c.doc && c.doc->Count("passed") == 0 && c.doc->Count("skipped") > 0) return out;
+  PhaseRun Correctness(const TestRequest& req) const override { return RunPhase(req, "correctness"); }
 
-    PhaseRun p = RunPhase(req, Phase::kPerformance, "performance");
-    if (p.outcome == PhaseOutcome::kPassed && p.doc) {
-      std::string missing;
-      for (const auto& t : p.doc->tests) {
-        if (t.status != "passed") continue;
-        const Json& rt = p.doc->runtimes;
-        if (!rt.contains(t.name) || rt[t.name].empty()) missing += (missing.empty() ? "" : ", ") + t.name;
-      }
-      if (missing.empty()) {
-        p.result.output_data = Json{{"runtimes", p.doc->runtimes}};
-      } else {
-        p.outcome = PhaseOutcome::kNoRuntimes;
-        p.result.returncode = -1;
-        p.result.message = JoinNotes(p.result.message, "No runtime measurement for benchmark(s): " + missing +
-                                                           " (measure_runtime was not called)");
-      }
-    }
-    if (req.progress) {
-      req.progress(PhaseEvent{Phase::kPerformance, req.variant.key, req.gpu_arch, true,
-                              p.outcome == PhaseOutcome::kPassed, p.wall_s,
-                              p.outcome == PhaseOutcome::kPassed ? "" : p.result.message.value_or("")});
-    }
-    out.performance = p.outcome;
-    out.performance_stop = p.reason;
-    out.performance_s = p.wall_s;
-    out.result.performance_result = std::move(p.result);
-    return out;
-  }
+  PhaseRun Performance(const TestRequest& req) const override { return RunPhase(req, "performance"); }
 
  private:
   std::string TestExecutable() const {
@@ -223,88 +141,47 @@ class NativeHarness final : public Harness {
     return out;
   }
 
-  PhaseRun RunPhase(const TestRequest& req, Phase phase, const char* select) const {
+  // Runs the test program for `select` (correctness | performance) and judges it from its result document.
+  PhaseRun RunPhase(const TestRequest& req, const char* select) const {
     const std::string exe = TestExecutable();
-    ProcessOptions o;
+    ProcessOptions o = TestProcessOptions(req);
     o.argv = {(req.task_dir / exe).string(), "--kf-run", std::string("--kf-select=") + select};
     if (req.variant.reference) o.argv.push_back("--kf-ref");
     if (req.runtime_params.is_object() && !req.runtime_params.empty()) {
       o.argv.push_back("--kf-runtime-params=" + DumpJson(req.runtime_params));
     }
     o.argv.push_back("--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd));
-    o.result_pipe = true;
-    o.cwd = req.task_dir;
-    o.env_add = req.env;
-    o.env_add["KERNELFOUNDRY_TEST"] = "1";
-    o.wall_timeout = req.limits.test_timeout;
-    o.inactivity_timeout = req.limits.test_inactivity_timeout;
-    o.on_line = req.on_line;
-    IsolateChild(o, {}, req.work_dir / ("run_" + req.variant.key + "_" + select));
-    if (req.progress) req.progress(PhaseEvent{phase, req.variant.key, req.gpu_arch, false, false, 0, ""});
     ProcessRun run = RunProcess(o);
     PhaseRun out;
     out.result = run.result;
     out.reason = run.reason;
     out.wall_s = run.wall_seconds;
-    out.outcome = OutcomeOf(run);
-    out.result.message = TerminationMessage(run, o);
-    if (run.reason == TerminationReason::kExited) {
-      std::string why;
-      if (!run.result_data || run.result_data->empty()) {
-        why = "the test program wrote no result document (it crashed or does not use the KernelFoundry SDK)";
-      } else {
-        try {
-          out.doc = native::ParseResultDoc(*run.result_data);
-          why = MissingDeclaredTests(*out.doc, select);
-        } catch (const Error& e) {
-          why = std::string("the test program's result document is invalid: ") + e.what();
+    std::string problem;
+    std::optional<TestReport> report = ReadTestReport(run, &problem);
+    out.verdict = JudgeTestRun(run, report, problem, req.expected_tests, ExitCodes::kNative);
+    if (report) {
+      // For the wire: the pytest-shaped lines the reference's scoring reads, and the failures' messages.
+      out.result.stdout_text +=
+          native::PytestStyleReport(*report, fs::path(exe).filename().string(), run.wall_seconds);
+      for (const auto& t : report->tests) {
+        if ((t.status == "failed" || t.status == "error") && !t.message.empty()) {
+          out.result.stderr_text += t.name + ": " + t.message + "\n";
         }
       }
-      if (!why.empty()) {
-        // "protocol error: " is what the scoring recognises (test_error, never a pass or a pytest status).
-        // Exit codes 0/1 would read as passed/failed, so they become 70 (EX_SOFTWARE); the real one is named.
-        out.doc.reset();
-        out.outcome = PhaseOutcome::kError;
-        why = fmt::format("protocol error: {} (exit code {})", why, run.result.returncode);
-        if (out.result.returncode == 0 || out.result.returncode == 1) out.result.returncode = 70;
-        out.result.message = JoinNotes(out.result.message, why);
-      } else {
-        int failed = out.doc->Count("failed") + out.doc->Count("error");
-        out.result.returncode = failed > 0 ? 1 : 0;
-        out.outcome = failed > 0 ? PhaseOutcome::kTestsFailed : PhaseOutcome::kPassed;
-        out.result.stdout_text += native::PytestStyleReport(*out.doc, fs::path(exe).filename().string(), run.wall_seconds);
-        if (out.doc->skipped_reason) {
-          out.result.message = JoinNotes(out.result.message, "skipped: " + *out.doc->skipped_reason);
+      if (report->skipped_reason) out.result.message = JoinNotes(out.result.message, "skipped: " + *report->skipped_reason);
+      if (std::string_view(select) == "performance") {
+        out.verdict = RequireRuntimes(out.verdict, *report, req.expected_tests, [](const std::string& n) { return n; });
+        if (out.verdict.status == EvalStatus::kCorrect) {
+          out.result.output_data = Json{{"runtimes", report->runtimes}};
+        } else if (out.verdict.status == EvalStatus::kNoMeasurement) {
+          out.result.returncode = -1;
+          out.result.message = JoinNotes(out.result.message, out.verdict.detail);
         }
-        for (const auto& t : out.doc->tests) {
-          if ((t.status == "failed" || t.status == "error") && !t.message.empty()) {
-            out.result.stderr_text += t.name + ": " + t.message + "\n";
-          }
-        }
-        if (out.doc->build_error) MarkJitBuildError(out, *out.doc->build_error);
       }
     }
-    if (phase == Phase::kCorrectness && req.progress) {
-      req.progress(PhaseEvent{phase, req.variant.key, req.gpu_arch, true, out.outcome == PhaseOutcome::kPassed,
-                              out.wall_s, out.outcome == PhaseOutcome::kPassed ? "" : out.result.message.value_or("")});
-    }
+    if (report) AttachBuildError(*report, &out.result);
+    MarkFailureForWire(out.verdict, &out.result);
     return out;
-  }
-
-  // "" when the document reports every test the config declares for `select` (correctness|performance);
-  // otherwise which are missing. A test program that skips declared tests must not pass.
-  std::string MissingDeclaredTests(const native::ResultDoc& doc, const char* select) const {
-    const char* key = std::string_view(select) == "correctness" ? "correctness" : "performance";
-    if (!config_.contains("tests") || !config_["tests"].is_object() || !config_["tests"].contains(key)) return "";
-    std::string missing;
-    for (const Json& name : config_["tests"][key]) {
-      if (!name.is_string()) continue;
-      bool found = false;
-      for (const auto& t : doc.tests) found = found || t.name == name.get<std::string>();
-      if (!found) missing += (missing.empty() ? "" : ", ") + name.get<std::string>();
-    }
-    return missing.empty() ? "" : "the test program did not report the declared " + std::string(key) + " test(s) " +
-                                      missing + " (config.yaml tests." + key + ")";
   }
 
   Json config_;

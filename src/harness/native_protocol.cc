@@ -1,5 +1,5 @@
-// Native harness protocol helpers: result-document parsing, the pytest-shaped report, buildtime defines and
-// the gpu_arch -> nvcc -arch mapping (see native_protocol.hpp and include/kernelfoundry/task_sdk.hpp).
+// Native harness helpers: the pytest-shaped report for the wire, buildtime defines and the gpu_arch -> nvcc
+// -arch mapping (see native_protocol.hpp and include/kernelfoundry/task_sdk.hpp).
 #include "harness/native_protocol.hpp"
 
 #include <unistd.h>
@@ -14,83 +14,24 @@
 #include <fmt/format.h>
 
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/pytest_summary.hpp"
 
 namespace kf::native {
 
-int ResultDoc::Count(const std::string& status) const {
-  int n = 0;
-  for (const auto& t : tests) n += t.status == status ? 1 : 0;
-  return n;
-}
-
-ResultDoc ParseResultDoc(const std::string& text) {
-  Json doc = ParseJson(text, "result document");
-  auto bad = [](const std::string& field, const std::string& what) {
-    return Error(ErrorKind::kInvalidArgument, "expected " + what, "result document", field);
-  };
-  if (!doc.is_object()) throw bad("", "a JSON object");
-  ResultDoc out;
-  if (!doc.contains("tests") || !doc["tests"].is_array()) throw bad("tests", "an array of test entries");
-  for (const Json& t : doc["tests"]) {
-    if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("status") ||
-        !t["status"].is_string()) {
-      throw bad("tests", "entries {\"name\": string, \"status\": string, ...}");
-    }
-    TestStatus s;
-    s.name = t["name"].get<std::string>();
-    s.status = t["status"].get<std::string>();
-    if (s.status != "passed" && s.status != "failed" && s.status != "skipped" && s.status != "error") {
-      throw bad("tests." + s.name + ".status", "passed, failed, skipped or error, got " + s.status);
-    }
-    if (t.contains("kind") && t["kind"].is_string()) s.kind = t["kind"].get<std::string>();
-    if (t.contains("message") && t["message"].is_string()) s.message = t["message"].get<std::string>();
-    out.tests.push_back(std::move(s));
-  }
-  if (doc.contains("runtimes") && !doc["runtimes"].is_null()) {
-    if (!doc["runtimes"].is_object()) throw bad("runtimes", "an object {name: [ms, ...]}");
-    for (const auto& [name, list] : doc["runtimes"].items()) {
-      if (!list.is_array()) throw bad("runtimes." + name, "an array of milliseconds");
-      for (const Json& v : list) {
-        if (!v.is_number()) throw bad("runtimes." + name, "numbers (milliseconds)");
-      }
-    }
-    out.runtimes = doc["runtimes"];
-  }
-  if (doc.contains("elapsed_ms") && doc["elapsed_ms"].is_number() && doc["elapsed_ms"].get<double>() >= 0) {
-    out.elapsed_s = doc["elapsed_ms"].get<double>() / 1000.0;
-  }
-  if (doc.contains("build_error") && !doc["build_error"].is_null()) {
-    const Json& b = doc["build_error"];
-    if (!b.is_object() || !b.contains("message") || !b["message"].is_string()) {
-      throw bad("build_error", "an object {\"message\": string, \"log\": string}");
-    }
-    out.build_error = ResultDoc::BuildError{b["message"].get<std::string>(),
-                                            b.contains("log") && b["log"].is_string() ? b["log"].get<std::string>() : ""};
-  }
-  if (doc.contains("skipped_reason") && doc["skipped_reason"].is_string()) {
-    out.skipped_reason = doc["skipped_reason"].get<std::string>();
-  }
-  return out;
-}
-
-std::string PytestStyleReport(const ResultDoc& doc, const std::string& program, double wall_s) {
-  const double seconds = doc.elapsed_s.value_or(wall_s);
+std::string PytestStyleReport(const harness_internal::TestReport& report, const std::string& program,
+                              double wall_s) {
   std::string out;
-  for (const auto& t : doc.tests) {
-    std::string word = t.status == "passed" ? "PASSED" : t.status == "skipped" ? "SKIPPED"
-                       : t.status == "error" ? "ERROR" : "FAILED";
+  PytestSummary summary;
+  summary.seconds = report.elapsed_s.value_or(wall_s);
+  for (const auto& t : report.tests) {
+    const std::string word = t.status == "passed" ? "PASSED" : t.status == "skipped" ? "SKIPPED"
+                             : t.status == "error" ? "ERROR" : "FAILED";
     out += program + "::" + t.name + " " + word;
     if (!t.message.empty()) out += " - " + t.message.substr(0, t.message.find('\n'));
     out += "\n";
+    summary.counts[t.status == "error" ? "errors" : t.status] += 1;
   }
-  std::vector<std::string> parts;
-  for (const char* s : {"failed", "passed", "skipped"}) {
-    if (int n = doc.Count(s)) parts.push_back(fmt::format("{} {}", n, s));
-  }
-  if (int n = doc.Count("error")) parts.push_back(fmt::format("{} error{}", n, n == 1 ? "" : "s"));
-  std::string counts = parts.empty() ? "no tests ran" : fmt::format("{}", fmt::join(parts, ", "));
-  out += fmt::format("==================== {} in {:.2f}s ====================\n", counts, seconds);
-  return out;
+  return out + FormatPytestSummary(summary) + "\n";
 }
 
 std::vector<std::string> BuildtimeDefines(const Json& hyperparameters) {

@@ -1,5 +1,5 @@
 // Build stage (reference spec §4.3): candidate and reference builds in parallel, each in its own fresh work
-// dir with the task materialised, through the task's harness. Also the work-dir and gpu_arch helpers.
+// dir with the task materialised, through the task's harness. Also the gpu_arch helpers.
 // Issue 10: kf's build cache (build_cache.hpp) in front of every build, the task's build budget exported to
 // nested compiles, the limit that ended a build named, and failures of our own environment (cache dir,
 // work dir, interpreter) typed as infrastructure errors instead of build errors.
@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "core/live_dirs.hpp"
+#include "core/temp_dir.hpp"
 #include "harness/isolation.hpp"
 #include "kernelfoundry/cache_dir.hpp"
 #include "kernelfoundry/error.hpp"
@@ -64,27 +64,16 @@ std::vector<std::string> ResolveGpuArchs(const Task& task, const EvaluateOptions
   return archs;
 }
 
-WorkDir::WorkDir(const fs::path& root, const std::string& prefix, bool keep) : keep_(keep) {
-  fs::path base = root.empty() ? fs::temp_directory_path() : root;
-  std::error_code ec;
-  fs::create_directories(base, ec);
-  std::string tmpl = (base / (prefix + "XXXXXX")).string();
-  if (::mkdtemp(tmpl.data()) == nullptr) {
-    throw Error(ErrorKind::kIO, std::string("cannot create a work directory: ") + std::strerror(errno), tmpl);
-  }
-  path_ = tmpl;
-  // Removed by kf's termination handler when kf is stopped by a signal meanwhile (issue 10, item 8).
-  if (!keep_) internal::RegisterLiveDir(path_);
-}
-
-WorkDir::~WorkDir() {
-  if (keep_ || path_.empty()) return;
-  internal::UnregisterLiveDir(path_);
-  // Builds may leave read-only files or directories behind; RemoveTree makes them removable first.
-  internal::RemoveTree(path_);
-}
-
 namespace {
+
+// A build that never started because the evaluation was cancelled while it waited for the host.
+BuildRun CanceledBuild(const fs::path& task_dir) {
+  BuildRun run;
+  run.reason = TerminationReason::kCanceled;
+  run.task_dir = task_dir;
+  run.result.result = ProcessResult{-9, "", "", std::string("Process canceled"), std::nullopt};
+  return run;
+}
 
 double MonotonicSeconds() {
   timespec ts{};
@@ -171,24 +160,26 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
     }
     return run;
   };
-  if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
 
   // ---- kf's build cache (issue 10 fault 2): keyed by everything the compile can read ----
   std::optional<build_cache::Cache> cache;
   std::string key;
   build_cache::Cache::Lock lock;
   if (build_cache::Enabled()) {
-    CacheDirChoice dir = ResolveCacheDir();
-    if (!dir.usable()) return emit(InfrastructureRun("the cache directory (" + dir.source + ") is not usable: " + dir.problem));
-    cache.emplace(dir.path / "builds" / "v1");
+    CacheDirChoice cache_dir = ResolveCacheDir();
+    if (!cache_dir.usable()) {
+      if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
+      return emit(InfrastructureRun("the cache directory (" + cache_dir.source + ") is not usable: " + cache_dir.problem));
+    }
+    cache.emplace(cache_dir.path / "builds" / "v1");
     key = build_cache::BuildKey(task, target, arch_list, harness.Name(), build_cache::ToolchainFingerprint(harness.Name()));
-    if (auto hit = cache->Lookup(key)) return emit(FromCache(*cache, key, *hit));
-    // One compile per key: a concurrent build of the same key finishes first, then we find its entry.
-    lock = cache->Acquire(key, limits.build_timeout + std::chrono::seconds(30));
-    if (auto hit = cache->Lookup(key)) return emit(FromCache(*cache, key, *hit));
+    if (auto hit = cache->Lookup(key)) {
+      if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
+      return emit(FromCache(*cache, key, *hit));
+    }
   }
 
-  std::optional<WorkDir> dir;
+  std::optional<TempDir> dir;
   BuildRequest req;
   try {
     dir.emplace(options.work_root, std::string("kf_build_") + BuildTargetName(target) + "_", options.keep_workdir);
@@ -198,14 +189,25 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
     task.task_data.ToDisk(req.task_dir);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kIO) throw;  // kUnsafe / kLimit: the task's own problem
+    if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
     return emit(InfrastructureRun(std::string("cannot prepare the build's work directory: ") + e.what()));
   }
   req.target = target;
   req.gpu_arch = arch_list;
   req.hyperparameters = task.hyperparameters;
   req.limits = limits;
-  req.env = BuildEnv(limits);
   req.on_line = options.on_output_line;
+  req.stop = options.stop;
+  DeviceSlots& slots = options.slots ? *options.slots : ProcessDeviceSlots();
+  DeviceSlots::Lease lease = slots.ForBuild(options.stop);
+  if (!lease.held()) return CanceledBuild(req.task_dir);
+  if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
+  if (cache) {
+    // One compile per key: a concurrent build of the same key finishes first, then we find its entry.
+    lock = cache->Acquire(key, limits.build_timeout + std::chrono::seconds(30));
+    if (auto hit = cache->Lookup(key)) return emit(FromCache(*cache, key, *hit));
+  }
+  req.env = BuildEnv(limits);  // the deadline counts from now
   BuildRun run;
   try {
     run = harness.Build(req);
@@ -267,22 +269,22 @@ void NoteIsolation(EvalResult& result) {
   result.status_detail += (result.status_detail.empty() ? "" : "; ") + note;
 }
 
-BuildStageResult RunBuildStage(const Harness& harness, Task& task, bool build_candidate, bool build_reference,
-                               const std::string& arch_list, const EvaluateOptions& options) {
+BuildStageResult RunBuildStage(const Harness& harness, Task& task, const BuildPlan& plan,
+                               const EvaluateOptions& options) {
   BuildStageResult out;
   std::vector<fs::path> kept_candidate, kept_reference;
   // The reference builds in its own thread while the candidate builds in this one (RunProcess is
   // thread-safe; each build has its own tree).
   std::future<BuildRun> reference;
-  if (build_reference) {
+  if (plan.reference) {
     reference = std::async(std::launch::async, [&] {
-      return BuildOne(harness, task, BuildTarget::kReference, arch_list, options, &kept_reference);
+      return BuildOne(harness, task, BuildTarget::kReference, plan.arch_list, options, &kept_reference);
     });
   }
   std::exception_ptr candidate_error;
-  if (build_candidate) {
+  if (plan.candidate) {
     try {
-      out.candidate = BuildOne(harness, task, BuildTarget::kCandidate, arch_list, options, &kept_candidate);
+      out.candidate = BuildOne(harness, task, BuildTarget::kCandidate, plan.arch_list, options, &kept_candidate);
     } catch (...) {
       candidate_error = std::current_exception();
     }
@@ -294,6 +296,10 @@ BuildStageResult RunBuildStage(const Harness& harness, Task& task, bool build_ca
   out.kept_dirs = kept_candidate;
   out.kept_dirs.insert(out.kept_dirs.end(), kept_reference.begin(), kept_reference.end());
   return out;
+}
+
+BuildStageResult LocalStageRunner::Build(Task& task, const BuildPlan& plan, const EvaluateOptions& options) {
+  return RunBuildStage(harness_, task, plan, options);
 }
 
 }  // namespace kf

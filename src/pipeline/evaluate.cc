@@ -4,10 +4,13 @@
 // an assertion, and a reference-only run returns a verdict (B20).
 #include <chrono>
 
+#include "core/strings.hpp"
 #include "kernelfoundry/blocks.hpp"
+#include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/worker_info.hpp"
+#include "pipeline/eval_log.hpp"
 #include "pipeline/build_internal.hpp"
 
 namespace kf {
@@ -25,31 +28,6 @@ std::string EvolveCode(const Task& task) {
   return it == task.blocks.end() ? std::string() : BlocksToStr(it->second);
 }
 
-bool ConfigBool(const Json& config, const char* key, bool fallback) {
-  if (!config.is_object() || !config.contains(key) || config[key].is_null()) return fallback;
-  if (!config[key].is_boolean()) {
-    throw Error(ErrorKind::kInvalidArgument, "expected true or false, got " + DumpJson(config[key]), "config.yaml",
-                key);
-  }
-  return config[key].get<bool>();
-}
-
-// The scoring module's view of how the runner ended a process.
-std::optional<StopReason> ToStop(std::optional<TerminationReason> reason) {
-  if (!reason) return std::nullopt;
-  switch (*reason) {
-    case TerminationReason::kProcessLimit: return StopReason::kMemoryLimit;
-    case TerminationReason::kFileSizeLimit: return StopReason::kOutputLimit;
-    default: return StopReasonFromName(TerminationReasonName(*reason));
-  }
-}
-
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
-  return out;
-}
-
 // Adds {"compile_worker_info": info} to each arch's metadata of a per-arch verdict.
 void AddCompileInfo(EvalResult& r, const std::optional<BuildRun>& build) {
   if (build && build->result.worker_info) r.metadata["compile_worker_info"] = *build->result.worker_info;
@@ -59,6 +37,16 @@ void Finish(Evaluation& ev, Clock::time_point t0) {
   NoteIsolation(ev.result);  // [issue 10] the verdict says when children could not be isolated
   ev.wall_s = SecondsSince(t0);
   ev.combined_score = ev.result.perf_score >= 0 ? ComputePerformanceScore(ev.result) : -1;
+}
+
+// The verdict of an evaluation cancelled at `where`.
+EvalResult CanceledResult(const std::string& where) {
+  EvalResult r;
+  r.status = EvalStatus::kCanceled;
+  r.perf_score = PerfScoreFor(EvalStatus::kCanceled);
+  r.status_detail = "the evaluation was canceled " + where;
+  r.eval_log = r.status_detail + "\n";
+  return r;
 }
 
 }  // namespace
@@ -87,21 +75,42 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
     return ev;
   }
 
-  std::unique_ptr<Harness> harness = MakeHarness(ev.task);
-  const bool want_candidate = options.test_candidate && ConfigBool(ev.task.config, "test_custom", true);
-  const bool want_reference = options.test_reference && ConfigBool(ev.task.config, "test_reference", true);
+  const HarnessDescriptor& kind = HarnessDescriptorFor(ev.task.config);
+  const ConfigView config(ev.task.config);
+  const bool want_candidate = options.test_candidate && config.Bool("test_custom", true);
+  const bool want_reference = options.test_reference && config.Bool("test_reference", true);
   if (!want_candidate && !want_reference) {
     throw Error(ErrorKind::kInvalidArgument, "nothing to evaluate: the candidate and the reference are both off",
                 "config.yaml", "test_reference");
   }
+  // The stage runner: the caller's, else a local one over the caller's harness or the task's own.
+  std::unique_ptr<Harness> own_harness;
+  std::optional<LocalStageRunner> local;
+  StageRunner* runner = options.runner;
+  if (runner == nullptr) {
+    const Harness* harness = options.harness;
+    if (harness == nullptr) {
+      own_harness = kind.make(ev.task);
+      harness = own_harness.get();
+    }
+    local.emplace(*harness);
+    runner = &*local;
+  }
+  if (options.stop.stop_requested()) {
+    ev.result = CanceledResult("before it started");
+    Finish(ev, t0);
+    return ev;
+  }
 
   // ---- build ----
   const Clock::time_point tb = Clock::now();
-  // A reference-only run of a harness whose reference runs the candidate's build (native) still builds it.
-  const bool build_candidate =
-      (want_candidate || (want_reference && harness->ReferenceUsesCandidateBuild())) && ev.task.has_build_step;
-  BuildStageResult builds = RunBuildStage(*harness, ev.task, build_candidate,
-                                          want_reference && ev.task.has_reference_build_step, arch_list, options);
+  // A reference-only run of a kind whose reference runs the candidate's build (native) still builds it.
+  BuildPlan plan;
+  plan.candidate =
+      (want_candidate || (want_reference && kind.reference_uses_candidate_build)) && ev.task.has_build_step;
+  plan.reference = want_reference && ev.task.has_reference_build_step;
+  plan.arch_list = arch_list;
+  BuildStageResult builds = runner->Build(ev.task, plan, options);
   ev.build_s = SecondsSince(tb);
   ev.kept_dirs = builds.kept_dirs;
   for (const auto* b : {&builds.candidate, &builds.reference}) {
@@ -112,6 +121,11 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
       ev.logs.push_back({name, *(*b)->result.result, (*b)->result.worker_info.value_or(nullptr)});
     }
   }
+  if (options.stop.stop_requested()) {
+    ev.result = CanceledResult("during the build");
+    Finish(ev, t0);
+    return ev;
+  }
   // [issue 10 fault 5] Our environment failed (cache dir, work dir, interpreter): never a candidate score.
   if (std::optional<EvalResult> infra = InfrastructureFailure(builds)) {
     ev.result = std::move(*infra);
@@ -120,7 +134,7 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
   }
   if (want_candidate && builds.candidate && !builds.candidate->result.Ok()) {
     const BuildRun& b = *builds.candidate;
-    ev.result = BuildFailureResult(*b.result.result, ToStop(b.reason), b.task_dir.string());
+    ev.result = BuildFailureResult(*b.result.result, b.reason, b.task_dir.string());
     AddCompileInfo(ev.result, builds.candidate);
     Finish(ev, t0);
     return ev;
@@ -145,7 +159,7 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
   const bool test_reference = want_reference && !reference_build_failed;
   std::vector<TestVariant> variants = MakeTestVariants(ev.task, test_candidate, test_reference);
   TestStageResult tests;
-  if (!variants.empty()) tests = RunTestStage(*harness, ev.task, variants, ev.archs, options);
+  if (!variants.empty()) tests = runner->Test(ev.task, variants, ev.archs, options);
   ev.test_s = SecondsSince(tt);
   ev.kept_dirs.insert(ev.kept_dirs.end(), tests.kept_dirs.begin(), tests.kept_dirs.end());
   for (const auto& [arch, runs] : tests.per_arch) {
@@ -162,6 +176,12 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
     }
   }
 
+  if (options.stop.stop_requested()) {
+    ev.result = CanceledResult("during the tests");
+    Finish(ev, t0);
+    return ev;
+  }
+
   // ---- score ----
   std::vector<std::pair<std::string, EvalResult>> per_arch;
   std::vector<std::pair<std::string, TestResult>> best_candidate;
@@ -171,14 +191,21 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
       if (a == arch) runs = &r;
     }
     std::optional<TestResult> reference = reference_build_failed;
+    std::optional<Classification> reference_verdict, reference_perf_verdict;
     if (runs && test_reference) {
       for (const auto& [key, run] : *runs) {
-        if (key == "reference") reference = run.result;
+        if (key != "reference") continue;
+        reference = run.result;
+        reference_verdict = run.correctness;
+        reference_perf_verdict = run.performance;
       }
     }
     EvalResult r;
     if (!want_candidate) {
-      r = ReferenceOnlyResult(reference.value_or(TestResult{}));
+      ConvertOptions co;
+      co.correctness = reference_verdict;
+      co.performance = reference_perf_verdict;
+      r = ReferenceOnlyResult(reference.value_or(TestResult{}), co);
     } else if (!runs) {
       r = ConvertTestResult(TestResult{}, reference);
     } else {
@@ -187,8 +214,9 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
         if (key == "reference") continue;
         ConvertOptions co;
         co.variant = key;
-        co.correctness_stop = ToStop(run.correctness_stop);
-        co.performance_stop = ToStop(run.performance_stop);
+        co.correctness = run.correctness;
+        co.performance = run.performance;
+        co.reference_correctness = reference_verdict;
         TemplateVariant tv;
         tv.key = key;
         for (const TestVariant& v : variants) {

@@ -12,6 +12,8 @@
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/kernelbench.hpp"
+
+#include "core/temp_dir.hpp"
 #include "kernelfoundry/process.hpp"
 #include "pipeline/kernelbench_templates.hpp"
 
@@ -208,19 +210,8 @@ std::string KernelBenchCppType(const Json& arg) {
 
 Json IntrospectKernelBenchProblem(const std::string& problem_source, const std::string& file, const std::string& python,
                                   std::chrono::milliseconds timeout) {
-  std::error_code ec;
-  fs::path base = fs::temp_directory_path(ec);
-  if (ec) base = "/tmp";
-  std::string pattern = (base / "kf-kernelbench-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw Error(ErrorKind::kIO, "cannot create a temporary folder", pattern);
-  fs::path dir = pattern;
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code e;
-      fs::remove_all(p, e);
-    }
-  } cleanup{dir};
+  TempDir tmp({}, "kf-kernelbench-");
+  const fs::path& dir = tmp.path();
   {
     std::ofstream f(dir / "problem.py", std::ios::binary);
     f << problem_source;

@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "kernelfoundry/error.hpp"
+#include "core/strings.hpp"
 #include "kernelfoundry/scoring.hpp"
-#include "pipeline/scoring_internal.hpp"
+#include "pipeline/eval_log.hpp"
 
 namespace kf {
 namespace {
@@ -67,8 +68,6 @@ std::string GpuName(const std::optional<Json>& worker_info) {
   return "unknown";
 }
 
-bool IsCorrectFamily(EvalStatus s) { return PerfScoreFor(s) == 5; }
-
 double Sanitize(double v) { return std::isfinite(v) ? v : -1.0; }
 
 void SetStatus(EvalResult& r, EvalStatus status, std::string detail) {
@@ -77,11 +76,6 @@ void SetStatus(EvalResult& r, EvalStatus status, std::string detail) {
   r.status_detail = std::move(detail);
 }
 
-std::string JoinNames(const std::vector<std::string>& names, const char* sep = ", ") {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : sep) + n;
-  return out;
-}
 
 }  // namespace
 
@@ -147,17 +141,21 @@ Json EvalResult::ToJson() const {
 
 EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<TestResult>& reference,
                              const ConvertOptions& options) {
-  using scoring_internal::CapMiddle;
   EvalResult r;
   r.compiled = true;
   r.metadata["eval_worker_info"] = candidate.worker_info ? *candidate.worker_info : Json(nullptr);
 
   // The reference raises "Reference test failed, cannot proceed…" (an evaluation error, perf 0).
-  if (reference && reference->correctness_result && reference->correctness_result->returncode != 0) {
+  const bool reference_failed =
+      reference && reference->correctness_result &&
+      (options.reference_correctness ? !IsCorrectFamily(options.reference_correctness->status) &&
+                                           options.reference_correctness->status != EvalStatus::kSkipped
+                                     : reference->correctness_result->returncode != 0);
+  if (reference_failed) {
     const ProcessResult& ref = *reference->correctness_result;
     r.eval_log = "Reference test failed, cannot proceed with the evaluation.\n" +
                  PostprocessPytestOutput(ref.stdout_text + "\n" + ref.stderr_text, options.log_cap_chars) + "\n";
-    Classification c = ClassifyCorrectness(ref);
+    const Classification c = options.reference_correctness ? *options.reference_correctness : ClassifyFromWire(ref);
     SetStatus(r, EvalStatus::kReferenceFailed, "reference: " + std::string(EvalStatusName(c.status)) +
                                                    (c.detail.empty() ? "" : " (" + c.detail + ")"));
     return r;
@@ -174,7 +172,7 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
                "\n";
   if (corr.message && !corr.message->empty()) r.eval_log += *corr.message + "\n";
 
-  Classification c = ClassifyCorrectness(corr, options.correctness_stop);
+  const Classification c = options.correctness ? *options.correctness : ClassifyFromWire(corr);
   if (!IsCorrectFamily(c.status)) {
     SetStatus(r, c.status, c.detail);
     if (c.status == EvalStatus::kBuildError) r.compiled = false;  // a kernel built at test time (JIT) failed
@@ -196,11 +194,13 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
     benches.push_back({"timed_out_test", {}, "no runtimes were reported"});
     problems.push_back("no runtimes were reported");
   }
-  if (perf && perf->returncode != 0) {
+  const bool perf_failed = options.performance ? !IsCorrectFamily(options.performance->status)
+                                               : perf && perf->returncode != 0;
+  if (perf && perf_failed) {
     const std::string msg = perf->message.value_or("");
-    bool timeout = (options.performance_stop && (*options.performance_stop == StopReason::kWallTimeout ||
-                                                 *options.performance_stop == StopReason::kInactivity)) ||
-                   msg.find("timed out") != std::string::npos || msg.find("inactivity") != std::string::npos;
+    const bool timeout = options.performance ? options.performance->status == EvalStatus::kTestTimeout
+                                             : msg.find("timed out") != std::string::npos ||
+                                                   msg.find("inactivity") != std::string::npos;
     r.eval_log += timeout ? std::string("There was a timeout error during benchmarking.\n")
                           : "There was an error during benchmarking (exit code " +
                                 std::to_string(perf->returncode) + ").\n";
@@ -209,7 +209,9 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
     r.eval_log += out;
     if (out.empty() || out.back() != '\n') r.eval_log += "\n";
     problems.push_back(timeout ? "the performance run timed out"
-                               : "the performance run failed with exit code " + std::to_string(perf->returncode));
+                       : options.performance && !options.performance->detail.empty()
+                           ? "the performance run failed: " + options.performance->detail
+                           : "the performance run failed with exit code " + std::to_string(perf->returncode));
   }
 
   std::vector<double> cand_mean(benches.size(), -1);
@@ -245,10 +247,10 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
     if (!c.detail.empty()) notes.push_back(c.detail);  // e.g. a passing run killed after its summary
     if (!problems.empty()) {
       notes.insert(notes.end(), problems.begin(), problems.end());
-      SetStatus(r, EvalStatus::kNoMeasurement, JoinNames(notes, "; "));
+      SetStatus(r, EvalStatus::kNoMeasurement, Join(notes, "; "));
     } else {
       if (!detail.empty()) notes.push_back(detail);
-      SetStatus(r, ok_status, JoinNames(notes, "; "));
+      SetStatus(r, ok_status, Join(notes, "; "));
     }
     return r;
   };
@@ -293,7 +295,7 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
       std::count_if(r.benchmarks.begin(), r.benchmarks.end(), [](const BenchmarkRow& b) { return b.speedup > 0; }));
   if (matched == 0) return finish(EvalStatus::kNoReference, "no benchmark has a reference timing");
   return finish(EvalStatus::kCorrect,
-                unmatched.empty() ? "" : "no reference timing for: " + JoinNames(unmatched));
+                unmatched.empty() ? "" : "no reference timing for: " + Join(unmatched, ", "));
 }
 
 EvalResult ReferenceOnlyResult(const TestResult& reference, const ConvertOptions& options) {
@@ -359,7 +361,7 @@ EvalResult CombineArchResults(const std::vector<std::pair<std::string, EvalResul
   // Only positive speedups: the reference's geometric mean of -1 values was NaN.
   r.runtime_improvement = GeometricMean(speedups);
   if (r.runtime_improvement == -1 && status == EvalStatus::kCorrect) status = EvalStatus::kNoReference;
-  SetStatus(r, status, JoinNames(details, "; "));
+  SetStatus(r, status, Join(details, "; "));
   r.profiler_data = per_arch.front().second.profiler_data;
   if (per_arch.size() == 1) {
     r.template_results = per_arch.front().second.template_results;
@@ -472,13 +474,12 @@ EvalResult ExtractionFailureResult(const ProcessResult& extract) {
   return r;
 }
 
-EvalResult BuildFailureResult(const ProcessResult& build, std::optional<StopReason> reason,
+EvalResult BuildFailureResult(const ProcessResult& build, std::optional<TerminationReason> reason,
                               std::string_view project_dir) {
   EvalResult r;
   const std::string msg = build.message.value_or("");
-  bool timeout = reason ? (*reason == StopReason::kWallTimeout || *reason == StopReason::kInactivity ||
-                           *reason == StopReason::kCpuLimit)
-                        : (msg.find("timed out") != std::string::npos || msg.find("inactivity") != std::string::npos);
+  const bool timeout = reason ? IsTimeLimit(*reason)
+                              : (msg.find("timed out") != std::string::npos || msg.find("inactivity") != std::string::npos);
   std::string detail = timeout ? "the build timed out" : "the build failed with exit code " +
                                                              std::to_string(build.returncode);
   if (!msg.empty()) detail += ": " + msg;

@@ -1,30 +1,28 @@
 // Test stage (reference spec §4.4): variants (template instantiations, reference), one tree per arch with the
-// build artifacts overlaid, every variant through the harness, per-arch results merged.
+// build artifacts overlaid, every variant through the harness (correctness with the device shared, then
+// performance with it exclusive), per-arch results merged.
 #include <cmath>
 #include <cstdlib>
 #include <regex>
 
 #include "kernelfoundry/blocks.hpp"
+#include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/worker_info.hpp"
+#include "core/strings.hpp"
+#include "core/temp_dir.hpp"
+#include "pipeline/eval_log.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string Strip(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
 // One template argument typed as the reference does: float() parse -> int when the raw text has no '.',
 // else float; true/false -> bool; anything else the stripped string.
 Json TypeTemplateArgument(const std::string& raw) {
-  std::string text = Strip(raw);
+  std::string text(Trim(raw));
   if (!text.empty()) {
     char* end = nullptr;
     double v = std::strtod(text.c_str(), &end);
@@ -44,23 +42,35 @@ Json TypeTemplateArgument(const std::string& raw) {
 // defaults (KERNELFOUNDRY_MEASURE_OPTIONS). Only keys the config sets are passed; num_perf_trials is the
 // minimum number of timed trials. Empty when none is set.
 std::string MeasureOptionsJson(const Json& config) {
-  if (!config.is_object() || !config.contains("eval_config") || !config["eval_config"].is_object()) return "";
-  const Json& ec = config["eval_config"];
   static const std::pair<const char*, const char*> kKeys[] = {{"warmup_min_time", "warmup_min_time"},
                                                               {"warmup_min_iters", "warmup_min_iters"},
                                                               {"inner_loop_min_time", "inner_loop_min_time"},
                                                               {"num_perf_trials", "perf_trials_min_iters"},
                                                               {"perf_trials_min_time", "perf_trials_min_time"}};
+  const ConfigView view(config);
   Json out = Json::object();
   for (const auto& [from, to] : kKeys) {
-    if (!ec.contains(from) || ec[from].is_null()) continue;
-    if (!ec[from].is_number()) {
-      throw Error(ErrorKind::kInvalidArgument, "expected a number, got " + DumpJson(ec[from]), "config.yaml",
-                  std::string("eval_config.") + from);
-    }
-    out[to] = ec[from];
+    const std::string key = std::string("eval_config.") + from;
+    if (view.Has(key)) out[to] = view.Number(key, 0);
   }
   return out.empty() ? "" : DumpJson(out);
+}
+
+// Emits the start and end events of one test phase around `run`.
+PhaseRun RunPhase(const EvaluateOptions& options, Phase phase, const TestRequest& req,
+                  const std::function<PhaseRun()>& run) {
+  if (options.progress) options.progress(PhaseEvent{phase, req.variant.key, req.gpu_arch, false, false, 0, ""});
+  PhaseRun out = run();
+  if (options.progress) {
+    const bool ok = out.verdict.status == EvalStatus::kCorrect;
+    std::string note;
+    if (!ok) {
+      note = std::string(EvalStatusName(out.verdict.status)) +
+             (out.verdict.detail.empty() ? "" : ": " + out.verdict.detail);
+    }
+    options.progress(PhaseEvent{phase, req.variant.key, req.gpu_arch, true, ok, out.wall_s, note});
+  }
+  return out;
 }
 
 }  // namespace
@@ -123,8 +133,10 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
   }
   std::map<std::string, std::string> env = {{"KF_CACHE_DIR", std::filesystem::absolute(DefaultCacheDir()).string()}};
   if (std::string m = MeasureOptionsJson(task.config); !m.empty()) env["KERNELFOUNDRY_MEASURE_OPTIONS"] = m;
+  DeviceSlots& slots = options.slots ? *options.slots : ProcessDeviceSlots();
   for (const std::string& arch : archs) {
-    WorkDir dir(options.work_root, "kf_test_", options.keep_workdir);
+    if (options.stop.stop_requested()) break;
+    TempDir dir(options.work_root, "kf_test_", options.keep_workdir);
     if (options.keep_workdir) out.kept_dirs.push_back(dir.path());
     const fs::path task_dir = dir.path() / "task_data";
     task.task_data.ToDisk(task_dir);
@@ -135,6 +147,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
     }
     std::vector<std::pair<std::string, VariantRun>> runs;
     for (const TestVariant& variant : variants) {
+      if (options.stop.stop_requested()) break;
       TestRequest req;
       req.variant = variant;
       req.work_dir = dir.path();
@@ -143,9 +156,28 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
       req.runtime_params = runtime_params;
       req.limits = limits;
       req.env = env;
-      req.progress = options.progress;
       req.on_line = options.on_output_line;
-      VariantRun run = harness.Test(req);
+      req.stop = options.stop;
+      VariantRun run;
+      {
+        DeviceSlots::Lease lease = slots.ForTest(arch, options.stop);
+        if (!lease.held()) break;
+        req.expected_tests = task.correctness_tests;
+        PhaseRun c = RunPhase(options, Phase::kCorrectness, req, [&] { return harness.Correctness(req); });
+        run.result.correctness_result = std::move(c.result);
+        run.correctness = std::move(c.verdict);
+        run.correctness_s = c.wall_s;
+      }
+      if (run.correctness->status == EvalStatus::kCorrect && !options.stop.stop_requested()) {
+        DeviceSlots::Lease lease = slots.ForTiming(arch, options.stop);
+        if (lease.held()) {
+          req.expected_tests = task.profile_tests;
+          PhaseRun p = RunPhase(options, Phase::kPerformance, req, [&] { return harness.Performance(req); });
+          run.result.performance_result = std::move(p.result);
+          run.performance = std::move(p.verdict);
+          run.performance_s = p.wall_s;
+        }
+      }
       run.result.worker_info = GetWorkerInfo();
       runs.emplace_back(variant.key, std::move(run));
     }
@@ -158,9 +190,14 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
         if (key == variant.key) per_arch.emplace_back(arch, run.result);
       }
     }
-    out.merged.emplace_back(variant.key, TestResult::Merge(per_arch));
+    if (!per_arch.empty()) out.merged.emplace_back(variant.key, TestResult::Merge(per_arch));
   }
   return out;
+}
+
+TestStageResult LocalStageRunner::Test(const Task& task, const std::vector<TestVariant>& variants,
+                                       const std::vector<std::string>& archs, const EvaluateOptions& options) {
+  return RunTestStage(harness_, task, variants, archs, options);
 }
 
 }  // namespace kf

@@ -5,6 +5,7 @@
 
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/harness.hpp"  // HarnessTaskKinds: the pytest/native structure checks
 #include "kernelfoundry/task.hpp"
 #include "task_fixtures.hpp"
 #include "test_util.hpp"
@@ -311,10 +312,12 @@ TEST(Decode, PathsOutsideTheTaskAreRefused) {
 
 TEST(Validate, ListsEveryProblem) {
   Task empty;
-  std::vector<std::string> problems = empty.Problems();
+  // Without the kind table only the kind-independent checks run (files, EVOLVE, task_name, job_name).
+  EXPECT_EQ(empty.Problems().size(), 4u);
+  std::vector<std::string> problems = empty.Problems(HarnessTaskKinds());
   EXPECT_EQ(problems.size(), 8u);
   try {
-    empty.Validate();
+    empty.Validate(HarnessTaskKinds());
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
@@ -323,10 +326,10 @@ TEST(Validate, ListsEveryProblem) {
     EXPECT_NE(e.message().find("job_name"), std::string::npos);
   }
   Task t = Task::Decode(Golden("relu_cpu")["encode"]);
-  EXPECT_NO_THROW(t.Validate());
+  EXPECT_NO_THROW(t.Validate(HarnessTaskKinds()));
   t.config.erase("job_name");
   t.task_data.Remove("conftest.py");
-  problems = t.Problems();
+  problems = t.Problems(HarnessTaskKinds());
   ASSERT_EQ(problems.size(), 2u);
   EXPECT_NE(problems[0].find("conftest.py"), std::string::npos);
   EXPECT_NE(problems[1].find("job_name"), std::string::npos);

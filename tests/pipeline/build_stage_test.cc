@@ -82,7 +82,7 @@ class BuildModes : public ::testing::Test {
   BuildStageResult BuildCandidate(Task& task) {
     EvaluateOptions o;
     o.work_root = tmp_.path() / "work";
-    return RunBuildStage(*MakeHarness(task), task, true, false, "cpu", o);
+    return RunBuildStage(*MakeHarness(task), task, BuildPlan{true, false, "cpu"}, o);
   }
 
   TempDir tmp_;

@@ -56,7 +56,7 @@ TEST(HardeningEnvironmentE2E, UnwritableOrUnsetHomeStillEvaluatesWithAPrivatePer
   const fs::path tmpdir = testing::BinaryDir() / "test_tmp_home";
   fs::create_directories(tmpdir);
   TempDir tmp;
-  const fs::path task = CopyExample("bias_relu", tmp.path());
+  const fs::path task = testing::CopyBiasRelu(tmp.path());
   const fs::path cand = ExamplePath("candidates", "bias_relu") / "fast.cpp";
   for (const std::string home : {"HOME=/proc/self/fdinfo", "-u HOME"}) {
     KfRunResult r = KfRun(tmp.path(), task, cand,

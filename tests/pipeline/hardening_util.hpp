@@ -29,6 +29,17 @@ inline std::filesystem::path CopyExample(const std::string& name, const std::fil
 }
 
 /// Replaces the first occurrence of `from` in a file (throws when absent).
+void ReplaceInFile(const std::filesystem::path& file, const std::string& from, const std::string& to);
+
+/// A copy of examples/tasks/bias_relu whose build_timeout (240 s) is raised to 1800 s: these tests are about
+/// verdicts, not about how long torch takes to compile on a loaded machine.
+inline std::filesystem::path CopyBiasRelu(const std::filesystem::path& dest, const std::string& as = "") {
+  std::filesystem::path to = CopyExample("bias_relu", dest, as);
+  ReplaceInFile(to / "config.yaml", "build_timeout: 240", "build_timeout: 1800");
+  return to;
+}
+
+/// Replaces the first occurrence of `from` in a file (throws when absent).
 inline void ReplaceInFile(const std::filesystem::path& file, const std::string& from, const std::string& to) {
   std::string text = ReadFile(file);
   size_t at = text.find(from);

@@ -41,7 +41,7 @@ TEST(HardeningBuildCacheE2E, PytestPackagesDifferingOnlyInAHeaderElsewhereGetThe
   fs::path pkg[2];
   const char* offsets[2] = {"0.0f", "100.0f"};
   for (int i = 0; i < 2; ++i) {
-    pkg[i] = CopyExample("bias_relu", tmp.path(), "bias_relu_" + std::to_string(i));
+    pkg[i] = testing::CopyBiasRelu(tmp.path(), "bias_relu_" + std::to_string(i));
     ReplaceInFile(pkg[i] / "bias_relu_kernel.cpp", "#include <torch/extension.h>\n",
                   "#include <torch/extension.h>\n#include \"inc/params.h\"\n");
     WriteFile(pkg[i] / "inc" / "params.h", std::string("#define KF_OFFSET ") + offsets[i] + "\n");
@@ -133,7 +133,7 @@ TEST(HardeningBuildCacheE2E, ABuildKilledAtItsTimeoutLeavesNothingThatBlocksOrPo
 
 TEST(HardeningNonFiniteE2E, PytestNanInUnderOnePercentOfTheOutputIsAValueMismatch) {
   TempDir tmp;
-  const fs::path task = CopyExample("bias_relu", tmp.path());
+  const fs::path task = testing::CopyBiasRelu(tmp.path());
   const fs::path cand = tmp.path() / "nan.cpp";
   // Right values, then every 111th element NaN (0.9 %: inside the old 1 % slack).
   WriteFile(cand, "torch::Tensor bias_relu(torch::Tensor x, torch::Tensor bias, double scale) {\n"
@@ -174,7 +174,7 @@ TEST(HardeningNonFiniteE2E, NativeNanAndInfInHalfAPercentOfTheOutputIsAValueMism
 
 TEST(HardeningDtypeE2E, PytestFloat64ResultForAFloat32ReferenceIsAValueMismatchNamingBothDtypes) {
   TempDir tmp;
-  const fs::path task = CopyExample("bias_relu", tmp.path());
+  const fs::path task = testing::CopyBiasRelu(tmp.path());
   const fs::path cand = tmp.path() / "double.cpp";
   WriteFile(cand, "torch::Tensor bias_relu(torch::Tensor x, torch::Tensor bias, double scale) {\n"
                   "    return (torch::relu(x + bias) * scale).to(torch::kFloat64);\n}\n");

@@ -74,7 +74,8 @@ void CheckIsolation(const std::string& harness_task, const std::string& candidat
   TempDir tmp;
   Targets t{tmp.path() / "runs" / "kernels.sqlite3", tmp.path() / "home", tmp.path() / harness_task,
             tmp.path() / "cache" / "builds" / "v1"};
-  CopyExample(harness_task, tmp.path());
+  if (harness_task == "bias_relu") testing::CopyBiasRelu(tmp.path());
+  else CopyExample(harness_task, tmp.path());
   WriteFile(t.home / ".bashrc", "export PS1='$ '\n");
   const fs::path cand = tmp.path() / "probe.cpp";
   WriteFile(cand, ProbeCode(t.list(), t.cache) + candidate_body);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/pytest_collect.hpp"
 #include "kernelfoundry/task.hpp"
 #include "test_util.hpp"
@@ -49,6 +50,7 @@ inline std::filesystem::path CopyFixture(const std::string& name, const std::fil
 inline Task LoadTestTask(const std::filesystem::path& dir) {
   UseTestCache();
   TaskCreateOptions o;
+  o.kinds = HarnessTaskKinds();
   o.collector = PytestCollector();
   return Task::Create(dir, o).first;
 }

@@ -8,6 +8,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/results.hpp"
 #include "kernelfoundry/scoring.hpp"
+#include "pipeline/eval_log.hpp"
 
 namespace kf {
 namespace {
@@ -47,7 +48,9 @@ TEST(EvalStatus, NamesPerfScoresAndReferenceStrings) {
       {EvalStatus::kNoTestResult, 2},     {EvalStatus::kPytestInterrupted, 2}, {EvalStatus::kPytestInternal, 2},
       {EvalStatus::kPytestUsage, 2},      {EvalStatus::kNoTestsCollected, 2},  {EvalStatus::kBuildError, 1},
       {EvalStatus::kBuildTimeout, 1},     {EvalStatus::kExtractionFailed, 0},  {EvalStatus::kSkipped, 0},
-      {EvalStatus::kReferenceFailed, 0},  {EvalStatus::kEvaluationError, 0},   {EvalStatus::kInfrastructureError, 0}};
+      {EvalStatus::kReferenceFailed, 0},  {EvalStatus::kEvaluationError, 0},  {EvalStatus::kNoisy, 5},
+      {EvalStatus::kOutputChangedUnderTiming, 4}, {EvalStatus::kInputMutated, 3}, {EvalStatus::kSuspicious, 2},
+      {EvalStatus::kInfrastructureError, 0}, {EvalStatus::kCanceled, 0}};
   std::set<std::string_view> names;
   for (const auto& [status, perf] : all) {
     std::string_view name = EvalStatusName(status);
@@ -61,60 +64,76 @@ TEST(EvalStatus, NamesPerfScoresAndReferenceStrings) {
   EXPECT_EQ(EvalStatusName(EvalStatus::kNoReference), "no_reference");
   EXPECT_EQ(EvalStatusName(EvalStatus::kPytestInternal), "pytest_internal_error");
   EXPECT_FALSE(EvalStatusFromName("nope").has_value());
-  EXPECT_EQ(StopReasonFromName("wall_timeout"), StopReason::kWallTimeout);
-  EXPECT_EQ(StopReasonFromName("end_marker_grace"), StopReason::kEndMarkerGrace);
-  EXPECT_FALSE(StopReasonFromName("bogus").has_value());
+  EXPECT_EQ(TerminationReasonFromName("wall_timeout"), TerminationReason::kWallTimeout);
+  EXPECT_EQ(TerminationReasonFromName("end_marker_grace"), TerminationReason::kEndMarkerGrace);
+  EXPECT_EQ(TerminationReasonFromName("canceled"), TerminationReason::kCanceled);
+  EXPECT_FALSE(TerminationReasonFromName("bogus").has_value());
+  EXPECT_FALSE(IsVerdictOfCandidate(EvalStatus::kCanceled));
+  EXPECT_FALSE(IsVerdictOfCandidate(EvalStatus::kInfrastructureError));
+  EXPECT_TRUE(IsVerdictOfCandidate(EvalStatus::kBuildError));
 }
 
-TEST(ClassifyCorrectness, ExitCodesSignalsAndReasons) {
-  EXPECT_EQ(ClassifyCorrectness(PR(0, "")).status, EvalStatus::kCorrect);
-  Classification seg = ClassifyCorrectness(PR(-11, "task.py::T::a "));
+TEST(ClassifyFromWire, ExitCodesSignalsAndReasons) {
+  EXPECT_EQ(ClassifyFromWire(PR(0, "")).status, EvalStatus::kCorrect);
+  Classification seg = ClassifyFromWire(PR(-11, "task.py::T::a "));
   EXPECT_EQ(seg.status, EvalStatus::kCrash);
   EXPECT_NE(seg.detail.find("SIGSEGV"), std::string::npos);
-  EXPECT_EQ(ClassifyCorrectness(PR(2, "")).status, EvalStatus::kPytestInterrupted);
-  EXPECT_EQ(ClassifyCorrectness(PR(3, "")).status, EvalStatus::kPytestInternal);
-  EXPECT_EQ(ClassifyCorrectness(PR(4, "")).status, EvalStatus::kPytestUsage);
-  EXPECT_EQ(ClassifyCorrectness(PR(5, "")).status, EvalStatus::kNoTestsCollected);
-  EXPECT_EQ(ClassifyCorrectness(PR(7, "")).status, EvalStatus::kTestError);
-  EXPECT_EQ(ClassifyCorrectness(PR(-1, "", "Test failed with error: boom")).status, EvalStatus::kTestError);
-  EXPECT_EQ(ClassifyCorrectness(PR(-9, "", "Process killed due to inactivity")).status, EvalStatus::kTestTimeout);
-  // Typed reasons win over the exit code.
-  EXPECT_EQ(ClassifyCorrectness(PR(-15, ""), StopReason::kWallTimeout).status, EvalStatus::kTestTimeout);
-  EXPECT_EQ(ClassifyCorrectness(PR(-9, ""), StopReason::kInactivity).status, EvalStatus::kTestTimeout);
-  EXPECT_EQ(ClassifyCorrectness(PR(-9, ""), StopReason::kMemoryLimit).status, EvalStatus::kResourceLimit);
-  EXPECT_EQ(ClassifyCorrectness(PR(-1, ""), StopReason::kSpawnFailed).status, EvalStatus::kInfrastructureError);
-  EXPECT_EQ(ClassifyCorrectness(PR(-6, ""), StopReason::kSignaled).status, EvalStatus::kCrash);
-  EXPECT_EQ(ClassifyCorrectness(PR(4, ""), StopReason::kExited).status, EvalStatus::kPytestUsage);
+  EXPECT_EQ(ClassifyFromWire(PR(2, "")).status, EvalStatus::kPytestInterrupted);
+  EXPECT_EQ(ClassifyFromWire(PR(3, "")).status, EvalStatus::kPytestInternal);
+  EXPECT_EQ(ClassifyFromWire(PR(4, "")).status, EvalStatus::kPytestUsage);
+  EXPECT_EQ(ClassifyFromWire(PR(5, "")).status, EvalStatus::kNoTestsCollected);
+  EXPECT_EQ(ClassifyFromWire(PR(7, "")).status, EvalStatus::kTestError);
+  EXPECT_EQ(ClassifyFromWire(PR(-1, "", "Test failed with error: boom")).status, EvalStatus::kTestError);
+  EXPECT_EQ(ClassifyFromWire(PR(-9, "", "Process killed due to inactivity")).status, EvalStatus::kTestTimeout);
+  EXPECT_EQ(ClassifyFromWire(PR(-9, "", "Process exceeded the memory limit of 1024 bytes")).status,
+            EvalStatus::kResourceLimit);
+  EXPECT_EQ(ClassifyFromWire(PR(70, "", "test_error: protocol error: no report (exit code 0)")).status,
+            EvalStatus::kTestError);
 }
 
-TEST(ClassifyCorrectness, ShapeTestDecidesValueVersusShapeMismatch) {
-  EXPECT_EQ(ClassifyCorrectness(PR(1, "task.py::T::test_output_shapes_match \tPASSED [ 50%]\n")).status,
+TEST(ClassifyTermination, TypedReasonsDecideWithoutText) {
+  EXPECT_EQ(ClassifyTermination(TerminationReason::kWallTimeout, -15)->status, EvalStatus::kTestTimeout);
+  EXPECT_EQ(ClassifyTermination(TerminationReason::kInactivity, -9)->status, EvalStatus::kTestTimeout);
+  EXPECT_EQ(ClassifyTermination(TerminationReason::kMemoryLimit, -9)->status, EvalStatus::kResourceLimit);
+  EXPECT_EQ(ClassifyTermination(TerminationReason::kProcessLimit, -9)->status, EvalStatus::kResourceLimit);
+  EXPECT_EQ(ClassifyTermination(TerminationReason::kFileSizeLimit, -25)->status, EvalStatus::kResourceLimit);
+  // Issue 10: a test that could not be started is our environment's failure, not the candidate's.
+  EXPECT_EQ(ClassifyTermination(TerminationReason::kSpawnFailed, -1)->status, EvalStatus::kInfrastructureError);
+  EXPECT_EQ(ClassifyTermination(TerminationReason::kCanceled, -9)->status, EvalStatus::kCanceled);
+  Classification crash = *ClassifyTermination(TerminationReason::kSignaled, -6);
+  EXPECT_EQ(crash.status, EvalStatus::kCrash);
+  EXPECT_NE(crash.detail.find("SIGABRT"), std::string::npos);
+  EXPECT_FALSE(ClassifyTermination(TerminationReason::kExited, 4).has_value());
+  EXPECT_FALSE(ClassifyTermination(TerminationReason::kEndMarkerGrace, -15).has_value());
+}
+
+TEST(ClassifyFromWire, ShapeTestDecidesValueVersusShapeMismatch) {
+  EXPECT_EQ(ClassifyFromWire(PR(1, "task.py::T::test_output_shapes_match \tPASSED [ 50%]\n")).status,
             EvalStatus::kValueMismatch);
-  EXPECT_EQ(ClassifyCorrectness(PR(1, "task.py::T::test_output_shapes_match FAILED\n")).status,
+  EXPECT_EQ(ClassifyFromWire(PR(1, "task.py::T::test_output_shapes_match FAILED\n")).status,
             EvalStatus::kShapeMismatch);
   // Our fix: a parametrised shape test counts too (the reference required whitespace right after the name).
-  EXPECT_EQ(ClassifyCorrectness(PR(1, "task.py::T::test_output_shapes_match[1] PASSED\n")).status,
+  EXPECT_EQ(ClassifyFromWire(PR(1, "task.py::T::test_output_shapes_match[1] PASSED\n")).status,
             EvalStatus::kValueMismatch);
-  EXPECT_EQ(ClassifyCorrectness(PR(1, "x::test_output_shapes_match\nPASSED\n")).status, EvalStatus::kTestsFailed);
+  EXPECT_EQ(ClassifyFromWire(PR(1, "x::test_output_shapes_match\nPASSED\n")).status, EvalStatus::kTestsFailed);
 }
 
-TEST(ClassifyCorrectness, EndMarkerKillOfPassingRunIsCorrect) {
+TEST(ClassifyFromWire, EndMarkerKillOfPassingRunIsCorrect) {
   // §6: the reference killed a run that hung after "=== 4 passed in 1s ===" and scored it as a crash.
   const std::string passed = "task.py::T::a PASSED\n========== 4 passed, 1 deselected in 1.14s ==========\n";
-  EXPECT_EQ(ClassifyCorrectness(PR(-15, passed), StopReason::kEndMarkerGrace).status, EvalStatus::kCorrect);
-  EXPECT_EQ(ClassifyCorrectness(PR(-15, passed, "All tests passed but the process did not exit cleanly and had "
+  EXPECT_EQ(ClassifyFromWire(PR(-15, passed, "All tests passed but the process did not exit cleanly and had "
                                                 "to be terminated.")).status,
             EvalStatus::kCorrect);
   const std::string failed = "task.py::T::test_output_shapes_match PASSED\n=== 1 failed, 1 passed in 0.5s ===\n";
-  EXPECT_EQ(ClassifyCorrectness(PR(-15, failed), StopReason::kEndMarkerGrace).status, EvalStatus::kValueMismatch);
-  EXPECT_EQ(ClassifyCorrectness(PR(-15, "no summary"), StopReason::kEndMarkerGrace).status,
-            EvalStatus::kTestTimeout);
+  const std::string lingering = "All tests passed but the process did not exit cleanly and had to be terminated.";
+  EXPECT_EQ(ClassifyFromWire(PR(-15, failed, lingering)).status, EvalStatus::kValueMismatch);
+  EXPECT_EQ(ClassifyFromWire(PR(-15, "no summary", lingering)).status, EvalStatus::kTestTimeout);
 }
 
-TEST(ClassifyCorrectness, AllSkippedIsSkipped) {
-  EXPECT_EQ(ClassifyCorrectness(PR(0, "task.py::T::a SKIPPED (no xpu)\n===== 4 skipped in 0.02s =====\n")).status,
+TEST(ClassifyFromWire, AllSkippedIsSkipped) {
+  EXPECT_EQ(ClassifyFromWire(PR(0, "task.py::T::a SKIPPED (no xpu)\n===== 4 skipped in 0.02s =====\n")).status,
             EvalStatus::kSkipped);
-  EXPECT_EQ(ClassifyCorrectness(PR(0, "===== 3 passed, 1 skipped, 1 warning in 0.02s =====\n")).status,
+  EXPECT_EQ(ClassifyFromWire(PR(0, "===== 3 passed, 1 skipped, 1 warning in 0.02s =====\n")).status,
             EvalStatus::kCorrect);
 }
 
@@ -185,8 +204,8 @@ TEST(Verdicts, BuildAndExtractionFailures) {
   EXPECT_EQ(err.eval_log.find("Traceback noise"), std::string::npos);
   EXPECT_EQ(BuildFailureResult(PR(-15, "", "Process timed out after 120 seconds")).status,
             EvalStatus::kBuildTimeout);
-  EXPECT_EQ(BuildFailureResult(PR(-9, ""), StopReason::kInactivity).status, EvalStatus::kBuildTimeout);
-  EXPECT_EQ(BuildFailureResult(PR(1, ""), StopReason::kExited).status, EvalStatus::kBuildError);
+  EXPECT_EQ(BuildFailureResult(PR(-9, ""), TerminationReason::kInactivity).status, EvalStatus::kBuildTimeout);
+  EXPECT_EQ(BuildFailureResult(PR(1, ""), TerminationReason::kExited).status, EvalStatus::kBuildError);
 
   ProcessResult extract = PR(1, "");
   extract.stderr_text = "SyntaxError. \n Your output was not in the required format.";
@@ -276,10 +295,10 @@ TEST(ScoringParametrisedShapeTest, ValueMismatchWhenAllShapeInstancesPass) {
   const std::string passed =
       "task.py::T::test_output_shapes_match[1] PASSED\ntask.py::T::test_output_shapes_match[2] PASSED\n"
       "task.py::T::test_matches_reference[1] FAILED\n";
-  EXPECT_EQ(kf::ClassifyCorrectness(kf::ProcessResult::Create(1, passed, "")).status,
+  EXPECT_EQ(kf::ClassifyFromWire(kf::ProcessResult::Create(1, passed, "")).status,
             kf::EvalStatus::kValueMismatch);
   const std::string failed =
       "task.py::T::test_output_shapes_match[1] FAILED\ntask.py::T::test_output_shapes_match[2] FAILED\n";
-  EXPECT_EQ(kf::ClassifyCorrectness(kf::ProcessResult::Create(1, failed, "")).status,
+  EXPECT_EQ(kf::ClassifyFromWire(kf::ProcessResult::Create(1, failed, "")).status,
             kf::EvalStatus::kShapeMismatch);
 }

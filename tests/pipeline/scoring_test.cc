@@ -9,6 +9,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/results.hpp"
 #include "kernelfoundry/scoring.hpp"
+#include "pipeline/eval_log.hpp"
 #include "test_util.hpp"
 
 namespace kf {

@@ -1,4 +1,8 @@
-"""Helpers for the task-side package tests. Run: PYTHONPATH=python /usr/bin/python3 -m pytest tests/python
+"""Helpers for the Python package tests. Run (from the repository root, after building):
+    PYTHONPATH=build/python /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python
+The package under test is the one the build assembled: $KF_PYTHON_DIR, else the sys.path entry holding
+kernelfoundry/_measure*.so (PYTHONPATH), else <repo>/build/python. `kf` is looked up beside it (<build dir>/kf)
+unless $KF_BIN names it.
 
 Torch extensions are cached under ``$KF_CACHE_DIR`` (default here: ``<repo>/.cache/kernelfoundry-tests``),
 so only the first run compiles relu_cpu's kernel.
@@ -17,7 +21,19 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PYTHON_DIR = REPO / "python"
+
+
+def _python_dir() -> Path:
+    if os.environ.get("KF_PYTHON_DIR"):
+        return Path(os.environ["KF_PYTHON_DIR"]).resolve()
+    for entry in sys.path:
+        if entry and list((Path(entry) / "kernelfoundry").glob("_measure*.so")):
+            return Path(entry).resolve()
+    return REPO / "build" / "python"
+
+
+PYTHON_DIR = _python_dir()
+KF_BIN = Path(os.environ.get("KF_BIN") or PYTHON_DIR.parent / "kf")
 SHARED = Path(os.environ.get("KF_SHARED_DIR") or REPO.parent / "shared").resolve()
 FIXTURES = SHARED / "fixtures" / "tasks"
 GOLDEN = SHARED / "fixtures" / "golden"
@@ -30,8 +46,10 @@ if str(PYTHON_DIR) not in sys.path:
 
 
 def pytest_configure(config):
-    if not list((PYTHON_DIR / "kernelfoundry").glob("_measure*.so")):
-        raise pytest.UsageError("kernelfoundry._measure is not built: run `ninja -C <build dir> _measure` first")
+    for module in ("kernelfoundry/_measure*.so", "kernelfoundry/eval_pipeline/_core*.so"):
+        if not list(PYTHON_DIR.glob(module)):
+            raise pytest.UsageError(f"{PYTHON_DIR}/{module} is missing: build the project (`ninja -C <build dir>`) "
+                                    "and run with PYTHONPATH=<build dir>/python")
 
 
 def golden(name: str):

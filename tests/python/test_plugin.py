@@ -137,3 +137,97 @@ def test_collect_plugin_and_runner(task, tmp_path):
     data = collect_json(r.stdout)
     assert r.returncode == 2 and data["tests"] == []
     assert len(data["errors"]) == 1 and "No module named 'does_not_exist_anywhere'" in data["errors"][0]
+
+
+def pytest_report(task, *args, **env):
+    """Runs pytest with --kf-result-fd on a pipe; returns (CompletedProcess, report dict or None)."""
+    import os
+    import subprocess
+    import sys
+    from conftest import task_env
+    env.setdefault("KERNELFOUNDRY_MEASURE_OPTIONS", FAST_MEASURE)
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", "--color=no", "-p", "no:cacheprovider",
+                                 f"--kf-result-fd={write_fd}", *args, "task.py"], cwd=task, env=task_env(**env),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(write_fd,))
+        os.close(write_fd)
+        chunks = []
+        while True:
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        os.close(read_fd)
+    data = b"".join(chunks)
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return result, (json.loads(data) if data else None)
+
+
+def test_result_report_lists_every_test_and_the_runtimes(task):
+    r, report = pytest_report(task, "-m", "performance", '--runtime_params={"sizes": [4]}')
+    assert r.returncode == 1, r.stdout + r.stderr
+    status = {t["name"]: t["status"] for t in report["tests"]}
+    assert status == {"TestPlugin::test_bench[4]": "passed", "TestPlugin::test_bench_torch_style": "passed",
+                      "TestPlugin::test_forgot_to_measure": "error",
+                      "TestPlugin::test_fails_before_measuring": "failed"}
+    kinds = {t["kind"] for t in report["tests"]}
+    assert kinds == {"performance"}
+    assert sorted(report["runtimes"]) == ["task.py::TestPlugin::test_bench[4]",
+                                          "task.py::TestPlugin::test_bench_torch_style"]
+    assert report["exitstatus"] == 1 and report["elapsed_ms"] > 0
+    failed = next(t for t in report["tests"] if t["status"] == "failed")
+    assert "broken kernel" in failed["message"]
+    # No file is written into the task tree for the runtimes.
+    assert not list(task.glob("runtimes*"))
+
+
+def test_result_report_is_missing_when_the_run_ends_early(tmp_path):
+    # issue 10 fault 1: a candidate that _exit(0)s after the first test left "return code 0, no summary".
+    early = write_task(tmp_path / "early", textwrap.dedent('''
+        import os
+        from kernelfoundry import TestBase
+
+        class TestEarly(TestBase):
+            def test_a(self):
+                pass
+
+            def test_b(self):
+                os._exit(0)
+
+            def test_c(self):
+                pass
+    '''))
+    r, report = pytest_report(early, "-m", "not performance")
+    assert r.returncode == 0
+    assert report is None
+
+
+def test_result_report_records_skips_and_setup_errors(tmp_path):
+    t = write_task(tmp_path / "skips", textwrap.dedent('''
+        import pytest
+        from kernelfoundry import TestBase
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("fixture exploded")
+
+        class TestSkips(TestBase):
+            def test_skip(self):
+                pytest.skip("no device")
+
+            def test_setup_error(self, broken):
+                pass
+
+            @pytest.mark.xfail(reason="known")
+            def test_xfail(self):
+                assert False
+    '''))
+    r, report = pytest_report(t, "-m", "not performance")
+    status = {x["name"]: x["status"] for x in report["tests"]}
+    assert status == {"TestSkips::test_skip": "skipped", "TestSkips::test_setup_error": "error",
+                      "TestSkips::test_xfail": "skipped"}
+    assert report["skipped_reason"] == "Skipped: no device"
+    assert "fixture exploded" in next(x["message"] for x in report["tests"] if x["status"] == "error")

@@ -9,7 +9,7 @@
 #include "harness/native_protocol.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
-#include "pipeline_util.hpp"
+#include "pipeline/pipeline_util.hpp"
 
 namespace kf {
 namespace {
@@ -52,7 +52,7 @@ std::tuple<int, std::string, Json> RunNative(const TempDir& tmp, const std::stri
 }
 
 TEST(NativeProtocol, ParsesTheResultDocumentAndWritesAPytestShapedReport) {
-  native::ResultDoc doc = native::ParseResultDoc(
+  harness_internal::TestReport doc = harness_internal::ParseTestReport(
       R"({"tests":[{"name":"test_output_shapes_match","kind":"correctness","status":"passed","message":""},)"
       R"({"name":"test_values_match","kind":"correctness","status":"failed","message":"values mismatch"}],)"
       R"("runtimes":{},"skipped_reason":null})");
@@ -63,12 +63,13 @@ TEST(NativeProtocol, ParsesTheResultDocumentAndWritesAPytestShapedReport) {
   EXPECT_NE(report.find("test_kernel::test_values_match FAILED - values mismatch"), std::string::npos) << report;
   EXPECT_NE(report.find("= 1 failed, 1 passed in 0.50s ="), std::string::npos) << report;
   // The program's own elapsed time, when reported, is the summary's time (as pytest reports its session).
-  native::ResultDoc timed = native::ParseResultDoc(R"({"tests":[],"runtimes":{},"elapsed_ms":1234.5})");
+  harness_internal::TestReport timed =
+      harness_internal::ParseTestReport(R"({"tests":[],"runtimes":{},"elapsed_ms":1234.5})");
   ASSERT_TRUE(timed.elapsed_s.has_value());
   EXPECT_DOUBLE_EQ(*timed.elapsed_s, 1.2345);
   EXPECT_NE(native::PytestStyleReport(timed, "p", 9.0).find("no tests ran in 1.23s"), std::string::npos);
-  EXPECT_THROW(native::ParseResultDoc(R"({"tests":[{"name":"x","status":"maybe"}]})"), Error);
-  EXPECT_THROW(native::ParseResultDoc("not json"), Error);
+  EXPECT_THROW(harness_internal::ParseTestReport(R"({"tests":[{"name":"x","status":"maybe"}]})"), Error);
+  EXPECT_THROW(harness_internal::ParseTestReport("not json"), Error);
 }
 
 TEST(NativeProtocol, DefinesAndNvccArch) {
@@ -149,7 +150,7 @@ TEST(NativeHarnessE2E, CudaSoftmaxBuildsWithNvccForGpuArchAndSaysWhyItIsSkipped)
     EXPECT_EQ(rc, 1) << out;
     EXPECT_EQ(j["status"], "skipped") << out;
     EXPECT_NE(j["status_detail"].get<std::string>().find("(no CUDA device: "), std::string::npos) << out;
-    EXPECT_NE(out.find("status: skipped - 90: every correctness test was skipped (no CUDA device: "),
+    EXPECT_NE(out.find("status: skipped - 90: every test was skipped (no CUDA device: "),
               std::string::npos) << out;
   }
 }
@@ -187,7 +188,7 @@ TEST(NativeHarnessProtocolE2E, NoResultDocumentIsATestErrorNamingTheExitCode) {
     EXPECT_EQ(rc, 1) << out;
     EXPECT_EQ(j["status"], "test_error") << out;
     const std::string detail = j["status_detail"].get<std::string>();
-    EXPECT_NE(detail.find("protocol error: the test program wrote no result document"), std::string::npos) << detail;
+    EXPECT_NE(detail.find("protocol error: the test run wrote no result report"), std::string::npos) << detail;
     EXPECT_NE(detail.find("(exit code " + std::to_string(code) + ")"), std::string::npos) << detail;
   }
 }
@@ -200,7 +201,7 @@ TEST(NativeHarnessProtocolE2E, ADocumentWithoutTheDeclaredTestsDoesNotPass) {
     auto [rc, out, j] = RunScriptTask(tmp, ScriptTask(tmp, doc, 0));
     EXPECT_EQ(rc, 1) << out;
     EXPECT_EQ(j["status"], "test_error") << out;
-    EXPECT_NE(j["status_detail"].get<std::string>().find("did not report the declared correctness test(s) test_a"),
+    EXPECT_NE(j["status_detail"].get<std::string>().find("did not report 1 of the 1 expected test(s): test_a"),
               std::string::npos) << j["status_detail"];
   }
 }

@@ -1,4 +1,4 @@
-// Log post-processing for eval_log: pytest output (spec §4.9 convert_test_result_to_exec_result) and
+// Log post-processing for eval_log (eval_log.hpp): pytest output (spec §4.9 convert_test_result_to_exec_result) and
 // compiler output (spec §4.9 step 7). Our own implementation of the behaviour described there.
 #include <algorithm>
 #include <cctype>
@@ -7,103 +7,11 @@
 #include <string_view>
 #include <vector>
 
-#include "kernelfoundry/scoring.hpp"
-#include "pipeline/scoring_internal.hpp"
+#include "core/strings.hpp"
+#include "pipeline/eval_log.hpp"
 
 namespace kf {
-namespace scoring_internal {
 
-std::vector<std::string_view> SplitLines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) {
-      lines.push_back(text.substr(start));
-      break;
-    }
-    lines.push_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return lines;
-}
-
-bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
-  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-  });
-  return it != haystack.end();
-}
-
-namespace {
-
-/// Moves `pos` back to the start of a UTF-8 sequence.
-size_t Utf8Boundary(std::string_view text, size_t pos) {
-  while (pos > 0 && pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) --pos;
-  return pos;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
-
-std::string CapMiddle(std::string_view text, size_t cap) {
-  if (text.size() <= cap) return std::string(text);
-  size_t head = Utf8Boundary(text, cap / 4);
-  size_t tail_start = Utf8Boundary(text, text.size() - (cap - cap / 4));
-  if (tail_start < head) tail_start = head;
-  std::string out(text.substr(0, head));
-  out += "\n[... " + std::to_string(tail_start - head) + " characters omitted ...]\n";
-  out += text.substr(tail_start);
-  return out;
-}
-
-std::optional<std::map<std::string, int>> ParsePytestSummary(std::string_view output) {
-  // "==== 3 passed, 1 failed, 2 warnings in 0.12s ====" or "==== no tests ran in 0.01s ====".
-  static const std::regex kLine(R"(^=+ (.+) in [0-9.]+s( \([0-9:]+\))? =+$)");
-  static const std::regex kItem(R"(^([0-9]+) ([a-z]+)$)");
-  std::optional<std::map<std::string, int>> found;
-  for (std::string_view raw : SplitLines(output)) {
-    std::string line(Trim(raw));
-    std::smatch m;
-    if (line.empty() || line[0] != '=' || !std::regex_match(line, m, kLine)) continue;
-    std::map<std::string, int> counts;
-    std::string items = m[1].str();
-    bool ok = true;
-    size_t start = 0;
-    while (start <= items.size()) {
-      size_t comma = items.find(',', start);
-      std::string item(Trim(std::string_view(items).substr(start, comma == std::string::npos
-                                                                      ? std::string::npos
-                                                                      : comma - start)));
-      std::smatch im;
-      if (item == "no tests ran") {
-        // empty counts
-      } else if (std::regex_match(item, im, kItem)) {
-        std::string word = im[2].str();
-        if (word == "warning" || word == "error") word += "s";
-        counts[word] += std::stoi(im[1].str());
-      } else {
-        ok = false;
-        break;
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    if (ok) found = std::move(counts);
-  }
-  return found;
-}
-
-}  // namespace scoring_internal
-
-using scoring_internal::CapMiddle;
-using scoring_internal::ContainsNoCase;
-using scoring_internal::SplitLines;
 
 std::string CollapseTensorDumps(std::string_view text) {
   static constexpr std::string_view kOpen = "tensor(";

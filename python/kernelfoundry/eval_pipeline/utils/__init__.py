@@ -1,0 +1,1 @@
+"""Utilities of the evaluation pipeline (``memory_file_map``)."""

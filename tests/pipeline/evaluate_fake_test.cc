@@ -1,0 +1,367 @@
+// Evaluate() over a fake harness (Ninja's FakeCommandRunner idea): every branch of the pipeline's flow —
+// extraction failure, candidate build failure and timeout, reference build failure, template variants (the
+// best one wins), several archs, reference-only runs (and the native kind's candidate build for them), no
+// reference, a failing correctness run (no timing), a failing reference, a failed performance run,
+// cancellation, and device exclusivity of timed phases across concurrent evaluations — in milliseconds,
+// without Python or a compiler.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "kernelfoundry/evaluate.hpp"
+#include "test_util.hpp"
+
+namespace kf {
+namespace {
+
+using namespace std::chrono_literals;
+
+PhaseRun Passed(const std::string& stdout_text = "") {
+  PhaseRun r;
+  r.result = ProcessResult{0, stdout_text, "", std::nullopt, std::nullopt};
+  r.verdict = {EvalStatus::kCorrect, ""};
+  return r;
+}
+
+PhaseRun Timed(double ms) {
+  PhaseRun r = Passed();
+  r.result.output_data = Json{{"runtimes", Json{{"task.py::TestX::test_bench", Json::array({ms, ms, ms})}}}};
+  return r;
+}
+
+/// A harness whose behaviour each test scripts; records what it was asked to do.
+class FakeHarness final : public Harness {
+ public:
+  std::function<BuildRun(const BuildRequest&)> build = [](const BuildRequest& req) {
+    BuildRun b;
+    b.result.result = ProcessResult{0, "compiled", "", std::string("Build completed successfully"), std::nullopt};
+    MemoryFileMap artifacts;
+    artifacts.Set(std::string("lib_") + BuildTargetName(req.target) + ".so", "bytes");
+    b.result.artifacts = artifacts;
+    return b;
+  };
+  std::function<PhaseRun(const TestRequest&)> correctness = [](const TestRequest&) { return Passed(); };
+  std::function<PhaseRun(const TestRequest&)> performance = [](const TestRequest& req) {
+    return Timed(req.variant.reference ? 4.0 : 2.0);
+  };
+
+  std::string_view Name() const override { return "fake"; }
+  BuildRun Build(const BuildRequest& req) const override {
+    Note("build " + std::string(BuildTargetName(req.target)));
+    return build(req);
+  }
+  PhaseRun Correctness(const TestRequest& req) const override {
+    Note("correctness " + req.variant.key + " " + req.gpu_arch);
+    return correctness(req);
+  }
+  PhaseRun Performance(const TestRequest& req) const override {
+    Note("performance " + req.variant.key + " " + req.gpu_arch);
+    return performance(req);
+  }
+  std::vector<std::string> calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  void Note(std::string what) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back(std::move(what));
+  }
+  mutable std::mutex mu_;
+  mutable std::vector<std::string> calls_;
+};
+
+Task MakeTask(const std::string& extra_config = "", const std::string& evolve = "int k() { return 1; }\n") {
+  MemoryFileMap files;
+  const bool sets_reference_build = extra_config.find("has_reference_build_step") != std::string::npos;
+  files.Set("config.yaml", "task_name: fake\njob_name: fake_job\ngpu_arch: cpu\n" +
+                               std::string(sets_reference_build ? "" : "has_reference_build_step: false\n") +
+                               extra_config);
+  files.Set("kernel.cpp", "// [EVOLVE_START]\n" + evolve + "// [EVOLVE_END]\n");
+  TaskCreateOptions o;
+  o.discover_tests = false;
+  Task task = Task::CreateFromFiles(files, o).first;
+  task.correctness_tests = {"TestX::test_a"};
+  task.profile_tests = {"TestX::test_bench"};
+  return task;
+}
+
+class EvaluateFake : public ::testing::Test {
+ protected:
+  Evaluation Run(const Task& task, const std::optional<std::string>& code = std::nullopt, EvaluateOptions o = {}) {
+    o.harness = &harness_;
+    o.work_root = tmp_.path();
+    std::optional<BlockUpdate> update;
+    if (code) update = BlockUpdate{BlockUpdateShort{{"EVOLVE", *code}}};
+    return Evaluate(task, update, o);
+  }
+  testing::TempDir tmp_;
+  FakeHarness harness_;
+};
+
+TEST_F(EvaluateFake, CorrectCandidateIsTimedAgainstTheReference) {
+  Evaluation ev = Run(MakeTask(), "int k() { return 2; }\n");
+  EXPECT_EQ(ev.result.status, EvalStatus::kCorrect) << ev.result.status_detail;
+  EXPECT_EQ(ev.result.perf_score, 5);
+  EXPECT_DOUBLE_EQ(ev.result.runtime_improvement, 2.0);
+  EXPECT_EQ(harness_.calls(), (std::vector<std::string>{"build custom", "correctness custom cpu",
+                                                          "performance custom cpu", "correctness reference cpu",
+                                                          "performance reference cpu"}));
+  EXPECT_EQ(ev.output_code, "int k() { return 2; }\n");
+  ASSERT_TRUE(ev.task.test_result.has_value());
+  ASSERT_TRUE(ev.task.test_result_reference.has_value());
+}
+
+TEST_F(EvaluateFake, ExtractionFailureRunsNothing) {
+  Evaluation ev = Evaluate(MakeTask(), BlockUpdate{BlockUpdateShort{{"EVOLVE", std::nullopt}}},
+                           [&] {
+                             EvaluateOptions o;
+                             o.harness = &harness_;
+                             return o;
+                           }());
+  EXPECT_EQ(ev.result.status, EvalStatus::kExtractionFailed);
+  EXPECT_EQ(ev.result.perf_score, 0);
+  EXPECT_TRUE(harness_.calls().empty());
+}
+
+TEST_F(EvaluateFake, CandidateBuildFailureIsBuildErrorAndNothingIsTested) {
+  harness_.build = [](const BuildRequest&) {
+    BuildRun b;
+    b.result.result = ProcessResult{1, "", "kernel.cpp:1: error: expected ';'", std::string("Build failed"), {}};
+    return b;
+  };
+  Evaluation ev = Run(MakeTask());
+  EXPECT_EQ(ev.result.status, EvalStatus::kBuildError);
+  EXPECT_EQ(ev.result.perf_score, 1);
+  EXPECT_NE(ev.result.eval_log.find("expected ';'"), std::string::npos);
+  EXPECT_EQ(harness_.calls(), std::vector<std::string>{"build custom"});
+}
+
+TEST_F(EvaluateFake, BuildKilledAtItsTimeLimitIsBuildTimeout) {
+  harness_.build = [](const BuildRequest&) {
+    BuildRun b;
+    b.reason = TerminationReason::kWallTimeout;
+    b.result.result = ProcessResult{-15, "", "", std::string("Process timed out after 240 seconds"), {}};
+    return b;
+  };
+  Evaluation ev = Run(MakeTask());
+  EXPECT_EQ(ev.result.status, EvalStatus::kBuildTimeout);
+  EXPECT_EQ(ev.result.perf_score, 1);
+}
+
+TEST_F(EvaluateFake, ReferenceBuildFailureIsReferenceFailed) {
+  harness_.build = [](const BuildRequest& req) {
+    BuildRun b;
+    const bool ok = req.target == BuildTarget::kCandidate;
+    b.result.result = ProcessResult{ok ? 0 : 1, "", ok ? "" : "ref.cpp: error", std::nullopt, {}};
+    return b;
+  };
+  Evaluation ev = Run(MakeTask("has_reference_build_step: true\n"));
+  EXPECT_EQ(ev.result.status, EvalStatus::kReferenceFailed) << ev.result.status_detail;
+  EXPECT_EQ(ev.result.perf_score, 0);
+  const auto calls = harness_.calls();
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "build reference"), 1);
+  EXPECT_EQ(std::count_if(calls.begin(), calls.end(), [](const std::string& c) { return c.rfind("perf", 0) == 0; }), 0);
+}
+
+TEST_F(EvaluateFake, FailingCorrectnessIsNotTimed) {
+  harness_.correctness = [](const TestRequest& req) {
+    if (req.variant.reference) return Passed();
+    PhaseRun r;
+    r.result = ProcessResult{1, "", "", std::nullopt, std::nullopt};
+    r.verdict = {EvalStatus::kValueMismatch, "tests failed although the output shapes match"};
+    return r;
+  };
+  Evaluation ev = Run(MakeTask());
+  EXPECT_EQ(ev.result.status, EvalStatus::kValueMismatch);
+  EXPECT_EQ(ev.result.perf_score, 4);
+  const auto calls = harness_.calls();
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "performance custom cpu"), 0);
+}
+
+TEST_F(EvaluateFake, FailingReferenceCorrectnessIsReferenceFailed) {
+  harness_.correctness = [](const TestRequest& req) {
+    if (!req.variant.reference) return Passed();
+    PhaseRun r;
+    r.result = ProcessResult{1, "", "", std::nullopt, std::nullopt};
+    r.verdict = {EvalStatus::kTestsFailed, "tests failed"};
+    return r;
+  };
+  Evaluation ev = Run(MakeTask());
+  EXPECT_EQ(ev.result.status, EvalStatus::kReferenceFailed);
+  EXPECT_NE(ev.result.status_detail.find("tests_failed"), std::string::npos) << ev.result.status_detail;
+}
+
+TEST_F(EvaluateFake, TypedVerdictWinsOverTheExitCode) {
+  // A run that exited 0 but did not report its tests (e.g. _exit(0) after the first one) is not a pass,
+  // whatever its returncode says: the harness's verdict decides.
+  harness_.correctness = [](const TestRequest& req) {
+    if (req.variant.reference) return Passed();
+    PhaseRun r;
+    r.result = ProcessResult{0, "", "", std::nullopt, std::nullopt};
+    r.verdict = {EvalStatus::kTestError, "protocol error: the test run wrote no result report"};
+    return r;
+  };
+  Evaluation ev = Run(MakeTask());
+  EXPECT_EQ(ev.result.status, EvalStatus::kTestError);
+  EXPECT_EQ(ev.result.perf_score, 2);
+}
+
+TEST_F(EvaluateFake, FailedPerformanceRunIsNoMeasurement) {
+  harness_.performance = [](const TestRequest& req) {
+    if (req.variant.reference) return Timed(4.0);
+    PhaseRun r;
+    r.result = ProcessResult{-15, "", "", std::string("Process timed out after 60 seconds"), std::nullopt};
+    r.reason = TerminationReason::kWallTimeout;
+    r.verdict = {EvalStatus::kTestTimeout, "test timed out"};
+    return r;
+  };
+  Evaluation ev = Run(MakeTask());
+  EXPECT_EQ(ev.result.status, EvalStatus::kNoMeasurement);
+  EXPECT_NE(ev.result.status_detail.find("timed out"), std::string::npos) << ev.result.status_detail;
+}
+
+TEST_F(EvaluateFake, TemplateVariantsAreAllTestedAndTheBestWins) {
+  harness_.performance = [](const TestRequest& req) {
+    if (req.variant.reference) return Timed(8.0);
+    return Timed(req.variant.key == "custom_32" ? 2.0 : 4.0);
+  };
+  Evaluation ev = Run(MakeTask(), "auto a = forward_templated<16>; auto b = forward_templated<32>;\n");
+  EXPECT_EQ(ev.result.status, EvalStatus::kCorrect) << ev.result.status_detail;
+  EXPECT_DOUBLE_EQ(ev.result.runtime_improvement, 4.0);
+  EXPECT_EQ(ev.result.metadata["cpu"]["template_parameters"], Json::array({32}));
+  EXPECT_EQ(ev.result.template_results.size(), 2u);
+}
+
+TEST_F(EvaluateFake, SeveralArchsAreCombinedAndTheWorstDecides) {
+  harness_.correctness = [](const TestRequest& req) {
+    if (req.gpu_arch != "b" || req.variant.reference) return Passed();
+    PhaseRun r;
+    r.result = ProcessResult{-11, "", "", std::nullopt, std::nullopt};
+    r.reason = TerminationReason::kSignaled;
+    r.verdict = {EvalStatus::kCrash, "test process killed by SIGSEGV"};
+    return r;
+  };
+  EvaluateOptions o;
+  o.gpu_arch = "a, b";
+  Evaluation ev = Run(MakeTask(), std::nullopt, o);
+  EXPECT_EQ(ev.archs, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(ev.result.status, EvalStatus::kCrash);
+  EXPECT_EQ(ev.result.status_detail.rfind("b: ", 0), 0u) << ev.result.status_detail;
+
+  harness_.correctness = [](const TestRequest&) { return Passed(); };
+  Evaluation both = Run(MakeTask(), std::nullopt, o);
+  EXPECT_EQ(both.result.status, EvalStatus::kCorrect);
+  EXPECT_TRUE(both.result.runtime_stats.contains("a"));
+  EXPECT_TRUE(both.result.runtime_stats.contains("b"));
+}
+
+TEST_F(EvaluateFake, NoReferenceGivesNoReferenceStatusNotNaN) {
+  EvaluateOptions o;
+  o.test_reference = false;
+  Evaluation ev = Run(MakeTask(), std::nullopt, o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kNoReference);
+  EXPECT_EQ(ev.result.perf_score, 5);
+  EXPECT_EQ(ev.result.runtime_improvement, -1);
+}
+
+TEST_F(EvaluateFake, ReferenceOnlyRunTestsOnlyTheReference) {
+  EvaluateOptions o;
+  o.test_candidate = false;
+  Evaluation ev = Run(MakeTask(), std::nullopt, o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kReferenceOnly);
+  EXPECT_EQ(harness_.calls(), (std::vector<std::string>{"correctness reference cpu", "performance reference cpu"}));
+}
+
+TEST_F(EvaluateFake, ReferenceOnlyRunOfANativeKindBuildsTheCandidateProgram) {
+  EvaluateOptions o;
+  o.test_candidate = false;
+  Evaluation ev = Run(MakeTask("harness: native\n"), std::nullopt, o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kReferenceOnly) << ev.result.status_detail;
+  EXPECT_EQ(harness_.calls().front(), "build custom");
+}
+
+TEST_F(EvaluateFake, CancelledBeforeTheStartRunsNothing) {
+  std::stop_source stop;
+  stop.request_stop();
+  EvaluateOptions o;
+  o.stop = stop.get_token();
+  Evaluation ev = Run(MakeTask(), std::nullopt, o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kCanceled);
+  EXPECT_FALSE(IsVerdictOfCandidate(ev.result.status));
+  EXPECT_TRUE(harness_.calls().empty());
+}
+
+TEST_F(EvaluateFake, CancelledDuringTheTestsStopsStartingPhases) {
+  std::stop_source stop;
+  harness_.correctness = [&](const TestRequest&) {
+    stop.request_stop();  // e.g. the job was CANCELED while the first run was going
+    return Passed();
+  };
+  EvaluateOptions o;
+  o.stop = stop.get_token();
+  Evaluation ev = Run(MakeTask(), std::nullopt, o);
+  EXPECT_EQ(ev.result.status, EvalStatus::kCanceled);
+  EXPECT_EQ(harness_.calls(), (std::vector<std::string>{"build custom", "correctness custom cpu"}));
+}
+
+TEST_F(EvaluateFake, TimedPhasesOfConcurrentEvaluationsNeverOverlap) {
+  std::atomic<int> timing{0};
+  std::atomic<int> max_timing{0};
+  std::atomic<bool> overlap_with_build{false};
+  std::atomic<int> building{0};
+  harness_.build = [&](const BuildRequest&) {
+    building++;
+    if (timing > 0) overlap_with_build = true;
+    std::this_thread::sleep_for(5ms);
+    building--;
+    BuildRun b;
+    b.result.result = ProcessResult{0, "", "", std::nullopt, std::nullopt};
+    return b;
+  };
+  harness_.performance = [&](const TestRequest& req) {
+    const int now = ++timing;
+    max_timing = std::max(max_timing.load(), now);
+    if (building > 0) overlap_with_build = true;
+    std::this_thread::sleep_for(10ms);
+    --timing;
+    return Timed(req.variant.reference ? 4.0 : 2.0);
+  };
+  DeviceSlots slots;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      EvaluateOptions o;
+      o.slots = &slots;
+      Evaluation ev = Run(MakeTask(), std::nullopt, o);
+      EXPECT_EQ(ev.result.status, EvalStatus::kCorrect);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(max_timing.load(), 1);
+  EXPECT_FALSE(overlap_with_build.load());
+}
+
+TEST(DeviceSlots, GpuTimingExcludesOnlyItsDevice) {
+  DeviceSlots slots;
+  DeviceSlots::Lease a = slots.ForTiming("sm_90");
+  EXPECT_EQ(slots.Holders("gpu:sm_90"), std::make_pair(0, 1));
+  DeviceSlots::Lease b = slots.ForTiming("lnl");  // another device: does not wait
+  EXPECT_EQ(slots.Holders("host"), std::make_pair(2, 0));
+  std::stop_source stop;
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    stop.request_stop();
+  });
+  DeviceSlots::Lease c = slots.ForTiming("sm_90", stop.get_token());  // waits, then is cancelled
+  t.join();
+  EXPECT_FALSE(c.held());
+}
+
+}  // namespace
+}  // namespace kf
