@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "hardening_util.hpp"
+#include "kernelfoundry/process.hpp"
 
 namespace kf {
 namespace {
@@ -118,13 +119,17 @@ void CheckIsolation(const std::string& harness_task, const std::string& candidat
   EXPECT_NE(ReadFile(t.db).find("#PWNED"), std::string::npos);
 }
 
+bool IsolationAvailable() { return FilesystemIsolationSupport().rfind("landlock", 0) == 0; }
+
 TEST(HardeningIsolationE2E, PytestCandidateCannotWriteOutsideItsRunDir) {
+  if (!IsolationAvailable()) GTEST_SKIP() << FilesystemIsolationSupport();
   CheckIsolation("bias_relu",
                  "torch::Tensor bias_relu(torch::Tensor x, torch::Tensor bias, double scale) {\n"
                  "    kf_probe_all();\n    return torch::relu(x + bias) * scale;\n}\n");
 }
 
 TEST(HardeningIsolationE2E, NativeCandidateCannotWriteOutsideItsRunDir) {
+  if (!IsolationAvailable()) GTEST_SKIP() << FilesystemIsolationSupport();
   CheckIsolation("omp_reduction",
                  "double kf_sum_squares(const float* x, std::size_t n) {\n  kf_probe_all();\n  double s = 0.0;\n"
                  "  for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);\n"
