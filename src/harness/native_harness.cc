@@ -187,6 +187,7 @@ class NativeHarness final : public Harness {
         }
       }
     }
+    if (report) AttachBuildError(*report, &out.result);
     MarkFailureForWire(out.verdict, &out.result);
     return out;
   }

@@ -177,6 +177,7 @@ class PytestHarness final : public Harness {
         out.result.message = JoinNotes(out.result.message, out.verdict.detail);
       }
     }
+    if (report) AttachBuildError(*report, &out.result);
     MarkFailureForWire(out.verdict, &out.result);
     return out;
   }
