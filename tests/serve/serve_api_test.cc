@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -24,6 +27,16 @@ namespace kf {
 namespace {
 
 using testing::kHostile;
+
+/// Percent-encodes every byte but unreserved characters (RFC 3986 §2.3).
+std::string PercentEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
+    else out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
 
 class ServeApiTest : public ::testing::Test {
  protected:
@@ -206,10 +219,11 @@ TEST_F(ServeApiTest, CandidateMarkupComesBackAsExactJsonStrings) {
   EXPECT_NE(k["logs"][0]["message"].get<std::string>().find(kHostile), std::string::npos);
   // The body itself holds the markup only inside JSON strings; the task list names the task verbatim.
   bool found = false;
-  for (const Json& t : Get("/api/tasks")["tasks"]) found |= t["task_name"] == "hostile " + kHostile;
+  const Json tasks = Get("/api/tasks");
+  for (const Json& t : tasks["tasks"]) found |= t["task_name"] == "hostile " + kHostile;
   EXPECT_TRUE(found);
   httplib::Client client("127.0.0.1", server_->port());
-  auto res = client.Get("/api/kernels?task=" + httplib::detail::encode_url("hostile " + kHostile));
+  auto res = client.Get("/api/kernels?task=" + PercentEncode("hostile " + kHostile));
   ASSERT_TRUE(res);
   EXPECT_EQ(Json::parse(res->body)["total"], 1);
 }
