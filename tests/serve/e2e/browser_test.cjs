@@ -83,8 +83,9 @@ async function main() {
   const detail = await api('/api/kernels/' + correct.id);
   eq(await page.locator('#speedup').textContent(), detail.verdict.speedup.toPrecision(3) + '×', 'verdict speedup');
   eq(await page.locator('#bench-table tbody tr').count(), detail.benchmarks.length, 'one row per benchmark');
-  ok(await page.locator('#diff-original .add').count() > 0 && await page.locator('#diff-original .del').count() > 0,
-     'diff against the original block has added and removed lines');
+  const added = await page.locator('#diff-original .add').allTextContents();
+  ok(added.includes('+ #pragma omp parallel for simd reduction(+ : s) schedule(static)') &&
+     await page.locator('#diff-original .ctx').count() > 0, 'diff against the original block: the added pragma');
   ok(await page.locator('#diff-best').count() === 1, 'diff against the best earlier candidate');
   eq(await page.locator('#code').textContent(), detail.code.output, 'candidate code shown verbatim');
   const logText = await page.locator('#logs').textContent();
@@ -96,7 +97,8 @@ async function main() {
   // A failed build with a long log: folded, unfolds on request, red error.
   const folded = (await api('/api/kernels?task=omp_reduction&limit=1&sort=id&order=asc')).kernels[0];
   await page.goto(URL_BASE + '#kernel=' + folded.id);
-  await page.waitForSelector('#logs button.unfold');
+  await page.waitForSelector('#logs button.unfold', {state: 'attached'});
+  await page.click('#logs details:has(button.unfold) > summary');  // a passing step's log starts closed
   ok(!(await page.locator('#logs').textContent()).includes('warning line 150'), 'long log folded');
   await page.click('#logs button.unfold');
   ok((await page.locator('#logs').textContent()).includes('warning line 150'), 'folded lines unfold');

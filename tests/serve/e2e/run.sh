@@ -33,7 +33,7 @@ rm -f "$DB" "$DB-wal" "$DB-shm" "$OUT"/*.png
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT INT TERM
 i=0
-until grep -q "http://" "$OUT/serve.log"; do
+until grep -qs "http://" "$OUT/serve.log"; do
   i=$((i + 1))
   if [ $i -gt 100 ] || ! kill -0 $SERVER 2>/dev/null; then echo "kf serve did not start:"; cat "$OUT/serve.log"; exit 1; fi
   sleep 0.1
