@@ -14,12 +14,14 @@
 //                                      our status (kf_status), ref_status the reference's kernels.status,
 //                                      sort one of id|timestamp|score|runtime|speedup, order asc|desc
 //      /api/history?task=&after_id=&limit=
-//                                      {"task", "points": [KernelPoint::ToJson()…]} oldest first
+//                                      {"task", "points": [KernelPoint::ToJson()…], "more"} oldest first, at
+//                                      most limit (default 2000, 1..10000) points with ids > after_id; "more"
+//                                      is true when the page is full (ask again after its last id)
 //      /api/kernels/<id>               one evaluation: verdict, benchmarks (reference/candidate ms, speedup,
 //                                      spread, CI when paired), runtime_stats, code (input = the task's EVOLVE
 //                                      block, output = the candidate's), best earlier correct candidate of the
 //                                      task, eval_log and the job_logs rows of the kernel (see KernelDetail).
-//    limit defaults to 50 and must be 1..1000; offset >= 0. A malformed parameter answers 400 with
+//    limit (of jobs and kernels) defaults to 50 and must be 1..1000; offset >= 0. A malformed parameter answers 400 with
 //    {"error": message, "parameter": name}; an unknown kernel or path 404 {"error"}; a store failure 500.
 //  * Every candidate-controlled string (code, logs, names) leaves the server only inside JSON strings; the
 //    page inserts them with textContent, and every response carries a Content-Security-Policy that allows
@@ -50,7 +52,13 @@ struct ApiResponse {
 /// Answers one GET request of the JSON API (file comment) without HTTP: `path` such as "/api/jobs",
 /// `params` the decoded query parameters. Unknown paths answer 404. Never throws for bad input (400) or store
 /// failures (500, message in "error").
-ApiResponse HandleApiRequest(Store& store, std::string_view path, const std::multimap<std::string, std::string>& params);
+/// `summaries` (optional) answers /api/tasks from an incrementally updated cache instead of aggregating every
+/// kernels row per request.
+namespace serve {
+class SummaryCache;
+}
+ApiResponse HandleApiRequest(Store& store, std::string_view path, const std::multimap<std::string, std::string>& params,
+                             serve::SummaryCache* summaries = nullptr);
 
 /// The evaluation document of /api/kernels/<id>, nullopt for an unknown id:
 /// {"id", "uuid", "task_name", "job_id", "job_status", "timestamp", "gpu_arch",
@@ -78,7 +86,8 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  /// Binds host:port. Throws kf::Error(kIO) naming "host:port" when the address cannot be bound.
+  /// Binds host:port and computes the task summaries once (later /api/tasks requests fold in only new rows).
+  /// Throws kf::Error(kIO) naming "host:port" when the address cannot be bound.
   void Bind();
   /// The bound port (after Bind).
   int port() const;

@@ -9,12 +9,15 @@
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/serve.hpp"
+#include "serve/summary_cache.hpp"
 
 namespace kf {
 namespace {
 
 constexpr int64_t kDefaultLimit = 50;
 constexpr int64_t kMaxLimit = 1000;
+constexpr int64_t kDefaultHistoryLimit = 2000;
+constexpr int64_t kMaxHistoryLimit = 10000;
 
 /// A 400 answer naming the parameter.
 struct BadParameter {
@@ -58,9 +61,9 @@ const std::vector<std::string> kPageColumns = {"id",    "timestamp", "uuid",    
                                                "status", "kf_status", "score",  "runtime",
                                                "improve_over_native", "gpu_arch"};
 
-ApiResponse Tasks(Store& store) {
+ApiResponse Tasks(Store& store, serve::SummaryCache* cache) {
   Json tasks = Json::array();
-  for (const TaskSummary& s : store.ListTaskSummaries()) tasks.push_back(s.ToJson());
+  for (const TaskSummary& s : cache ? cache->Get(store) : store.ListTaskSummaries()) tasks.push_back(s.ToJson());
   return JsonAnswer(200, {{"tasks", std::move(tasks)}});
 }
 
@@ -112,10 +115,11 @@ ApiResponse History(Store& store, const Params& params) {
   if (!task) throw BadParameter{"task", "required"};
   q.task_name = *task;
   q.after_id = IntParam(params, "after_id", 0, INT64_MAX).value_or(0);
-  q.limit = IntParam(params, "limit", 1, 1000000).value_or(0);
+  q.limit = IntParam(params, "limit", 1, kMaxHistoryLimit).value_or(kDefaultHistoryLimit);
   Json points = Json::array();
   for (const KernelPoint& p : store.KernelHistory(q)) points.push_back(p.ToJson());
-  return JsonAnswer(200, {{"task", *task}, {"points", std::move(points)}});
+  const bool more = static_cast<int64_t>(points.size()) == q.limit;
+  return JsonAnswer(200, {{"task", *task}, {"points", std::move(points)}, {"more", more}});
 }
 
 std::optional<double> Number(const Json& j, const char* key) {
@@ -259,9 +263,10 @@ std::optional<Json> KernelDetail(Store& store, int64_t id) {
   return d;
 }
 
-ApiResponse HandleApiRequest(Store& store, std::string_view path, const Params& params) {
+ApiResponse HandleApiRequest(Store& store, std::string_view path, const Params& params,
+                             serve::SummaryCache* summaries) {
   try {
-    if (path == "/api/tasks") return Tasks(store);
+    if (path == "/api/tasks") return Tasks(store, summaries);
     if (path == "/api/jobs") return Jobs(store, params);
     if (path == "/api/kernels") return Kernels(store, params);
     if (path == "/api/history") return History(store, params);

@@ -9,6 +9,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/serve.hpp"
 #include "serve/assets.hpp"
+#include "serve/summary_cache.hpp"
 
 namespace kf {
 namespace {
@@ -31,6 +32,7 @@ struct Server::Impl {
   std::unique_ptr<Store> store;
   ServeOptions options;
   httplib::Server http;
+  serve::SummaryCache summaries;
   int port = 0;
 };
 
@@ -47,9 +49,9 @@ Server::Server(std::unique_ptr<Store> store, ServeOptions options) : impl_(std::
   impl_->http.Get("/index.html", asset(serve::kIndexHtml, "text/html; charset=utf-8"));
   impl_->http.Get("/app.js", asset(serve::kAppJs, "text/javascript; charset=utf-8"));
   impl_->http.Get("/app.css", asset(serve::kAppCss, "text/css; charset=utf-8"));
-  Store* store_ptr = impl_->store.get();
-  impl_->http.Get(R"(/api/.*)", [store_ptr](const httplib::Request& req, httplib::Response& res) {
-    ApiResponse a = HandleApiRequest(*store_ptr, req.path, req.params);
+  Impl* impl = impl_.get();
+  impl_->http.Get(R"(/api/.*)", [impl](const httplib::Request& req, httplib::Response& res) {
+    ApiResponse a = HandleApiRequest(*impl->store, req.path, req.params, &impl->summaries);
     SecurityHeaders(res);
     res.status = a.status;
     res.set_content(a.body, a.content_type);
@@ -80,6 +82,7 @@ void Server::Bind() {
     throw Error(ErrorKind::kIO, "cannot listen there (address in use or not local?)",
                 fmt::format("{}:{}", o.host, o.port));
   }
+  impl_->summaries.Get(*impl_->store);  // the one full aggregation, before the first request
 }
 
 int Server::port() const { return impl_->port; }

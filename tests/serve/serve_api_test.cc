@@ -249,6 +249,51 @@ TEST_F(ServeApiTest, PageAndScriptAreServedWithAPolicy) {
   EXPECT_NE(post->status, 200);
 }
 
+// /api/tasks is answered from a cache that folds in new rows: it must equal the store's full aggregation after
+// rows arrive from another writer, including a new task and a new best speedup; history pages say "more".
+TEST(ServeLiveTest, TaskSummariesFollowNewRowsAndHistoryPages) {
+  testing::TempDir dir;
+  const std::string db = (dir.path() / "k.sqlite3").string();
+  auto writer = OpenStore(db);
+  testing::FillDemoDb(*writer, KF_SOURCE_DIR, 30, false);
+  Server server(OpenStore(db, {.read_only = true}), ServeOptions{.port = 0});
+  server.Bind();
+  std::thread thread([&] { server.Run(); });
+  httplib::Client client("127.0.0.1", server.port());
+  auto tasks = [&] {
+    auto res = client.Get("/api/tasks");
+    EXPECT_TRUE(res && res->status == 200);
+    return res ? Json::parse(res->body) : Json(nullptr);
+  };
+  auto expected = [&] {
+    Json j = Json::array();
+    for (const TaskSummary& s : writer->ListTaskSummaries()) j.push_back(s.ToJson());
+    return Json{{"tasks", j}};
+  };
+  EXPECT_EQ(tasks(), expected());
+  writer->InsertKernel({{"task_name", "omp_reduction"}, {"status", "correct"}, {"score", 5},
+                        {"improve_over_native", 99.5}, {"eval_log", "kf status: correct\n"}});
+  writer->InsertKernel({{"task_name", "brand_new"}, {"status", "error"}, {"score", 1},
+                        {"eval_log", "kf status: build_error (x)\n"}});
+  writer->InsertKernel({{"status", "compiled"}});  // no task name, no kf status
+  Json now = tasks();
+  EXPECT_EQ(now, expected());
+  ASSERT_EQ(now["tasks"].size(), 4u);
+  EXPECT_EQ(now["tasks"][2]["task_name"], "omp_reduction");
+  EXPECT_EQ(now["tasks"][2]["best_speedup"], 99.5);
+
+  auto history = [&](const std::string& q) { return Json::parse(client.Get("/api/history?" + q)->body); };
+  Json page = history("task=omp_reduction&limit=7");
+  EXPECT_EQ(page["points"].size(), 7u);
+  EXPECT_EQ(page["more"], true);
+  Json rest = history("task=omp_reduction&limit=100&after_id=" + std::to_string(page["points"][6]["id"].get<int64_t>()));
+  EXPECT_EQ(rest["more"], false);
+  EXPECT_EQ(page["points"].size() + rest["points"].size(), 21u);  // 20 demo rows + the one above
+  EXPECT_EQ(history("task=omp_reduction&limit=10001")["parameter"], "limit");
+  server.Stop();
+  thread.join();
+}
+
 TEST(ServeCliTest, ServesReadOnlyOnLoopbackAndStopsOnSigterm) {
   testing::TempDir dir;
   const std::string db = (dir.path() / "k.sqlite3").string();

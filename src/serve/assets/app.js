@@ -186,9 +186,16 @@ function renderTask(task) {
 
   let first = true;
   poll(async () => {
-    const after = points.length ? points[points.length - 1].id : 0;
-    const [h, t] = await Promise.all([api('/api/history?' + new URLSearchParams({task, after_id: after})),
-                                      api('/api/tasks')]);
+    // New points since the last one, page by page (the server sends at most 2000 per request).
+    let added = 0, h;
+    do {
+      const after = points.length ? points[points.length - 1].id : 0;
+      h = await api('/api/history?' + new URLSearchParams({task, after_id: after}));
+      if (gen !== generation) return;
+      points.push(...h.points);
+      added += h.points.length;
+    } while (h.more);
+    const t = await api('/api/tasks');
     if (gen !== generation) return;
     const summary = t.tasks.find(s => s.task_name === task);
     if (summary) {
@@ -199,8 +206,7 @@ function renderTask(task) {
       const known = new Set([...filter.options].map(o => o.value));
       for (const k of Object.keys(summary.by_kf_status)) if (k && !known.has(k)) filter.append(el('option', {value: k}, k));
     }
-    if (h.points.length || first) {
-      points.push(...h.points);
+    if (added || first) {
       drawChart(svg, points);
       const counts = {};
       for (const p of points) counts[statusOf(p)] = (counts[statusOf(p)] || 0) + 1;

@@ -54,6 +54,7 @@ async function main() {
   ok(await page.locator('#chart path.best').count() === 1, 'best-so-far line drawn');
   eq(await page.locator('#kernel-table tbody tr').count(), 50, 'table shows a page of 50');
   await page.screenshot({path: path.join(OUT, 'task.png'), fullPage: true});
+  await page.screenshot({path: path.join(OUT, 'task-view.png')});  // the first screen (README: docs/serve.png)
 
   // Filter by status.
   const nBuild = (await api('/api/kernels?task=omp_reduction&status=build_error')).total;
