@@ -11,7 +11,7 @@ OUT=$BIN/serve-e2e
 PLAYWRIGHT_VERSION=1.65.1
 mkdir -p "$OUT"
 CHROMIUM=${KF_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
-if [ -z "$CHROMIUM" ]; then echo "kf-e2e-skip: no chromium (apt-get install chromium)"; exit 0; fi
+if [ -z "$CHROMIUM" ] || [ ! -x "$CHROMIUM" ]; then echo "kf-e2e-skip: no chromium (apt-get install chromium)"; exit 0; fi
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "kf-e2e-skip: no node/npm"; exit 0; fi
 NODE_DIR=$OUT/node
 PW=$NODE_DIR/node_modules/playwright-core
