@@ -5,6 +5,9 @@
 // warm-up). The same pages over a 1,000-row database made the same way are the in-run baseline: a ratio near
 // 1 means an index answers the page.
 //
+// With KF_PLAYWRIGHT (the playwright-core package the browser test installs) it also prints the first paint of the
+// pages in headless chromium (bench/serve_first_paint.cjs).
+//
 // Usage: serve_bench [ROWS]   (default 100000)   KF_BENCH_KEEP=1 keeps the database files (path printed).
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -159,6 +162,15 @@ int main(int argc, char** argv) {
                 b.max >= 100 ? "  OVER 100 ms" : "");
   }
   std::printf("%d page(s) over 100 ms first byte\n", over);
+  // First paint in a real browser, when Playwright is at hand (KF_PLAYWRIGHT: the playwright-core directory).
+  if (const char* pw = std::getenv("KF_PLAYWRIGHT"); pw != nullptr && *pw != '\0') {
+    const std::string cmd = fmt::format("node {}/bench/serve_first_paint.cjs http://127.0.0.1:{}/ task_3",
+                                        KF_SOURCE_DIR, s_big.server->port());
+    std::fflush(stdout);
+    if (std::system(cmd.c_str()) != 0) std::printf("first paint: the browser run failed\n");
+  } else {
+    std::printf("first paint: set KF_PLAYWRIGHT=<build>/serve-e2e/node/node_modules/playwright-core to measure\n");
+  }
   if (std::getenv("KF_BENCH_KEEP") == nullptr) fs::remove_all(dir);
   return 0;
 }
