@@ -29,7 +29,7 @@ using Params = std::multimap<std::string, std::string>;
 
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-ApiResponse JsonAnswer(int status, const Json& body) { return {status, "application/json", Dump(body)}; }
+ApiResponse JsonAnswer(int status, const Json& body) { return {status, kJsonType, Dump(body)}; }
 
 std::optional<std::string> Param(const Params& params, const std::string& name) {
   auto it = params.find(name);
@@ -172,27 +172,46 @@ std::string Str(const Json& row, const char* key) {
   return it != row.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-/// The best correct (score 5) candidate of `task` stored before kernel `id`, with a real speedup.
+Json BestJson(Store& store, int64_t id, double speedup) {
+  auto k = store.GetKernel(id);
+  if (!k) return nullptr;
+  return {{"id", id}, {"speedup", speedup}, {"code", (*k)["output_code"]}};
+}
+
+/// The best correct (score 5) candidate of `task` stored before kernel `id`, with a real speedup: first from
+/// the fastest rows of the task (a few pages), else by walking the task's history up to `id` (bounded by the
+/// rows before it).
 Json BestBefore(Store& store, const std::string& task, int64_t id) {
   KernelQuery q;
   q.task_name = task;
   q.sort = KernelSort::kSpeedup;
   q.descending = true;
   q.columns = {"id", "score", "improve_over_native"};
-  constexpr int64_t kPage = 200;
+  constexpr int64_t kPage = 200, kPages = 5;
   q.limit = kPage;
-  for (q.offset = 0;; q.offset += kPage) {
+  for (int64_t page = 0; page < kPages; ++page) {
+    q.offset = page * kPage;
     auto rows = store.ListKernels(q);
     for (const Json& r : rows) {
       auto sp = Number(r, "improve_over_native");
       if (!sp || !(*sp > 1e-9)) return nullptr;  // sorted: nothing better follows
-      if (r["id"].get<int64_t>() >= id || Number(r, "score") != 5.0) continue;
-      auto k = store.GetKernel(r["id"].get<int64_t>());
-      if (!k) continue;
-      return {{"id", (*k)["id"]}, {"speedup", *sp}, {"code", (*k)["output_code"]}};
+      if (r["id"].get<int64_t>() < id && Number(r, "score") == 5.0) return BestJson(store, r["id"].get<int64_t>(), *sp);
     }
     if (static_cast<int64_t>(rows.size()) < kPage) return nullptr;
   }
+  std::optional<std::pair<int64_t, double>> best;
+  for (int64_t after = 0;;) {
+    auto points = store.KernelHistory({.task_name = task, .after_id = after, .limit = 5000});
+    for (const KernelPoint& p : points) {
+      if (p.id >= id) break;
+      if (p.score == 5 && p.speedup && *p.speedup > 1e-9 && (!best || *p.speedup > best->second)) {
+        best = std::make_pair(p.id, *p.speedup);
+      }
+    }
+    if (points.size() < 5000 || points.back().id >= id) break;
+    after = points.back().id;
+  }
+  return best ? BestJson(store, best->first, best->second) : Json(nullptr);
 }
 
 /// The status detail in eval_log's first line "kf status: <status> (<detail>)".

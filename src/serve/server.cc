@@ -26,6 +26,16 @@ void SecurityHeaders(httplib::Response& res) {
   res.set_header("Cache-Control", "no-store");
 }
 
+bool IsLoopbackName(std::string_view host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.substr(0, 4) == "127.";
+}
+
+/// The host name of a Host header value ("name:port", "[v6]:port" or "name").
+std::string_view HostName(std::string_view header) {
+  if (!header.empty() && header.front() == '[') return header.substr(0, header.find(']') + 1);
+  return header.substr(0, header.find(':'));
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -39,15 +49,28 @@ struct Server::Impl {
 Server::Server(std::unique_ptr<Store> store, ServeOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->store = std::move(store);
   impl_->options = std::move(options);
+  // The script is the largest asset: a type outside cpp-httplib's compressible list keeps it uncompressed (see
+  // kJsonType).
   auto asset = [](std::string_view body, const char* type) {
     return [body, type](const httplib::Request&, httplib::Response& res) {
       SecurityHeaders(res);
       res.set_content(body.data(), body.size(), type);
     };
   };
+  // A server bound to loopback answers only requests addressed to a loopback name: a web page elsewhere cannot
+  // read the results through DNS rebinding (its requests carry its own host name).
+  if (IsLoopbackName(impl_->options.host)) {
+    impl_->http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (IsLoopbackName(HostName(req.get_header_value("Host")))) return httplib::Server::HandlerResponse::Unhandled;
+      SecurityHeaders(res);
+      res.status = 403;
+      res.set_content("{\"error\": \"Host must be a loopback name (localhost, 127.0.0.1, [::1])\"}", kJsonType);
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  }
   impl_->http.Get("/", asset(serve::kIndexHtml, "text/html; charset=utf-8"));
   impl_->http.Get("/index.html", asset(serve::kIndexHtml, "text/html; charset=utf-8"));
-  impl_->http.Get("/app.js", asset(serve::kAppJs, "text/javascript; charset=utf-8"));
+  impl_->http.Get("/app.js", asset(serve::kAppJs, "application/javascript; charset=utf-8"));
   impl_->http.Get("/app.css", asset(serve::kAppCss, "text/css; charset=utf-8"));
   Impl* impl = impl_.get();
   impl_->http.Get(R"(/api/.*)", [impl](const httplib::Request& req, httplib::Response& res) {
@@ -59,7 +82,7 @@ Server::Server(std::unique_ptr<Store> store, ServeOptions options) : impl_(std::
   impl_->http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     SecurityHeaders(res);
-    res.set_content(fmt::format("{{\"error\": \"HTTP {}\"}}", res.status), "application/json");
+    res.set_content(fmt::format("{{\"error\": \"HTTP {}\"}}", res.status), kJsonType);
   });
 }
 

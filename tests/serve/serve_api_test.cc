@@ -63,11 +63,12 @@ class ServeApiTest : public ::testing::Test {
   /// GET path; expects `status`; returns the parsed body.
   static Json Get(const std::string& path, int status = 200) {
     httplib::Client client("127.0.0.1", server_->port());
-    auto res = client.Get(path);
+    auto res = client.Get(path, {{"Accept-Encoding", "br, gzip, deflate"}});  // as browsers send it
     EXPECT_TRUE(res) << path;
     if (!res) return nullptr;
     EXPECT_EQ(res->status, status) << path << ": " << res->body;
-    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json") << path;
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json; charset=utf-8") << path;
+    EXPECT_EQ(res->get_header_value("Content-Encoding"), "");  // see kf::kJsonType
     EXPECT_NE(res->get_header_value("Content-Security-Policy").find("script-src 'self'"), std::string::npos);
     return Json::parse(res->body);
   }
@@ -199,6 +200,12 @@ TEST_F(ServeApiTest, KernelDetailHasVerdictBenchmarksCodeBestAndLogs) {
   EXPECT_EQ(k["logs"][1]["name"], "test custom cpu correctness");
   EXPECT_EQ(k["logs"][1]["returncode"], 0);
 
+  // An early kernel: its best earlier candidate is found whether or not it is among the fastest rows.
+  Json early = Get("/api/kernels/" + std::to_string(rows[1]["id"].get<int64_t>()));
+  ASSERT_TRUE(early["best"].is_object());
+  EXPECT_EQ(early["best"]["id"], rows[0]["id"]);
+  EXPECT_TRUE(Get("/api/kernels/" + std::to_string(rows[0]["id"].get<int64_t>()))["best"].is_null());
+
   // A failed build: detail from the status line, no benchmarks, no test log.
   Json f = Get("/api/kernels?status=build_error&limit=1");
   Json fk = Get("/api/kernels/" + std::to_string(f["kernels"][0]["id"].get<int64_t>()));
@@ -244,6 +251,14 @@ TEST_F(ServeApiTest, PageAndScriptAreServedWithAPolicy) {
   auto missing = client.Get("/nope");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
+  // DNS rebinding: a request for another host name is refused.
+  auto rebound = client.Get("/api/tasks", {{"Host", "evil.example:8080"}});
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 403);
+  EXPECT_EQ(rebound->body.find("task_name"), std::string::npos);
+  auto local = client.Get("/api/tasks", {{"Host", "localhost:8080"}});
+  ASSERT_TRUE(local);
+  EXPECT_EQ(local->status, 200);
   auto post = client.Post("/api/tasks", "", "text/plain");
   ASSERT_TRUE(post);
   EXPECT_NE(post->status, 200);

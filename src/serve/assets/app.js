@@ -95,6 +95,7 @@ function drawChart(svg, points) {
   const W = 1000, H = 340, L = 56, R = 16, T = 14, B = 46, FAIL_BAND = 22;
   svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
   svg.replaceChildren();
+  const marks = document.createDocumentFragment();  // appended at once: one layout for thousands of points
   const good = points.filter(p => typeof p.speedup === 'number' && p.speedup > 1e-9);
   let lo = Math.min(1, ...good.map(p => p.speedup)), hi = Math.max(1, ...good.map(p => p.speedup));
   lo = Math.log2(lo) - 0.25; hi = Math.log2(hi) + 0.25;
@@ -126,25 +127,28 @@ function drawChart(svg, points) {
   points.forEach((p, i) => {
     const st = statusOf(p), color = colors[st] || '#6d5bd0';
     const title = el('svg:title', {}, `#${p.id} · ${st} · ${fmtSpeedup(p.speedup)} · ${shortTime(p.timestamp)}`);
-    const open = () => { location.hash = 'kernel=' + p.id; };
     let mark;
     if (typeof p.speedup === 'number' && p.speedup > 1e-9) {
       mark = el('svg:circle', {class: 'pt', cx: x(i), cy: y(p.speedup), r: 4, fill: color, 'fill-opacity': 0.8,
-                               'data-id': p.id, 'data-status': st, onclick: open}, title);
+                               'data-id': p.id, 'data-status': st}, title);
     } else {
       const cx = x(i), cy = H - B - FAIL_BAND / 2, s = 4;
       mark = el('svg:path', {class: 'pt fail', d: `M${cx - s},${cy - s}L${cx + s},${cy + s}M${cx - s},${cy + s}L${cx + s},${cy - s}`,
-                             stroke: color, 'stroke-width': 2, 'data-id': p.id, 'data-status': st, onclick: open}, title);
+                             stroke: color, 'stroke-width': 2, 'data-id': p.id, 'data-status': st}, title);
     }
-    svg.append(mark);
+    marks.append(mark);
   });
+  svg.append(marks);
 }
 
 // ------------------------------------------------------------------------------------------ one task
 
 function renderTask(task) {
   const gen = generation;
-  const svg = el('svg:svg', {id: 'chart', width: '100%', role: 'img'});
+  const svg = el('svg:svg', {id: 'chart', width: '100%', role: 'img', onclick: e => {
+    const id = e.target.closest('.pt')?.getAttribute('data-id');  // one listener for every point
+    if (id) location.hash = 'kernel=' + id;
+  }});
   const legend = el('div', {class: 'legend', id: 'legend'});
   const filter = el('select', {id: 'status-filter'}, el('option', {value: ''}, 'all statuses'));
   const tbody = el('tbody');
