@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
@@ -19,7 +20,9 @@ std::vector<CommandEntry>& CommandRegistry() {
 }  // namespace kf::cli
 
 int main(int argc, char** argv) {
-  kf::cli::InstallTerminationCleanup();  // first: every later thread inherits the blocked signals
+  // First: every later thread inherits the blocked signals. `kf serve` runs no candidate and has its own
+  // SIGINT/SIGTERM handling (a clean stop, exit 0); two sigwait threads would race for the signal.
+  if (!(argc > 1 && std::string_view(argv[1]) == "serve")) kf::cli::InstallTerminationCleanup();
   CLI::App app{"kf — KernelFoundry: build, test, time and score kernel candidates"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kf ") + KF_VERSION);
