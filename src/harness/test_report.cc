@@ -217,6 +217,19 @@ void FillPairedRun(const TestReport& report, PhaseRun* out) {
   out->reference_verdict = std::move(ref_verdict);
 }
 
+void JudgePerformanceRun(const TestReport& report, const std::vector<std::string>& expected, bool paired,
+                         const std::function<std::string(const std::string&)>& runtime_key, PhaseRun* out) {
+  out->verdict = RequireRuntimes(out->verdict, report, expected, runtime_key);
+  if (paired && out->verdict.status == EvalStatus::kCorrect) FillPairedRun(report, out);
+  if (out->verdict.status == EvalStatus::kCorrect || out->timing.is_object()) {
+    out->result.output_data = Json{{"runtimes", report.runtimes}};
+  } else if (out->verdict.status == EvalStatus::kNoMeasurement) {
+    out->result.returncode = -1;
+    std::optional<std::string>& message = out->result.message;
+    message = message && !message->empty() ? *message + "\n" + out->verdict.detail : out->verdict.detail;
+  }
+}
+
 void AttachBuildError(const TestReport& report, ProcessResult* result) {
   if (!report.build_error) return;
   const std::string note = "kernel build error: " + report.build_error->message;

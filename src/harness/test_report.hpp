@@ -90,6 +90,13 @@ Classification JudgeTiming(const Json& paired_records);
 /// its verdict from "reference_tests") into out->reference_result / reference_verdict.
 void FillPairedRun(const TestReport& report, PhaseRun* out);
 
+/// The performance-phase judgement both harnesses share: RequireRuntimes on out->verdict, FillPairedRun for a
+/// paired run still correct, then the runtimes into out->result.output_data when measured (a paired run's
+/// integrity verdict — noisy, suspicious, … — comes with its runtimes), or returncode -1 and the verdict's
+/// detail in the message for kNoMeasurement.
+void JudgePerformanceRun(const TestReport& report, const std::vector<std::string>& expected, bool paired,
+                         const std::function<std::string(const std::string&)>& runtime_key, PhaseRun* out);
+
 /// When the report has a build_error: the message gets "kernel build error: <message>" and stderr starts
 /// with the message and the build log (so the log tail shows the compiler's first error). Otherwise a no-op.
 void AttachBuildError(const TestReport& report, ProcessResult* result);
