@@ -71,9 +71,7 @@ KF_REGISTER_COMMAND("serve", [](CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<ServeCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve", "Serve the stored results as a web page and JSON API (read-only; local unless --host says otherwise)");
-  cmd->add_option("--db", opts->db,
-                  "Results database: a SQLite path, sqlite:///path or postgresql://user@host:port/db "
-                  "(default: $KF_DB, else runs/kernels.sqlite3)");
+  cmd->add_option("--db", opts->db, kDbOptionHelp);
   cmd->add_option("--host", opts->host, "Address to listen on (0.0.0.0 exposes the results to the network)")
       ->default_val("127.0.0.1");
   cmd->add_option("--port", opts->port, "TCP port; 0 = any free port (printed on the first line)")
