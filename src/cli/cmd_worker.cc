@@ -13,15 +13,14 @@
 // Also here: `kf worker-child` (hidden; the job process of a worker slot).
 #include <signal.h>
 
-#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/termination.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/queue.hpp"
 #include "kernelfoundry/worker.hpp"
@@ -78,34 +77,16 @@ int RunWorkerVerb(const WorkerCliOptions& o) {
   wo.work_root = o.work_root;
   wo.store = store.get();
 
-  // Signals go to one thread (blocked here before any thread starts, so every thread inherits the mask).
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGQUIT, SIGHUP}) sigaddset(&set, s);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
   Worker worker(std::move(wo));
-  std::atomic<bool> done{false};
-  std::thread signals([&] {
-    int count = 0;
-    while (!done) {
-      timespec ts{0, 200'000'000};
-      int sig = sigtimedwait(&set, nullptr, &ts);
-      if (sig <= 0) continue;
-      const bool immediate = sig == SIGQUIT || ++count >= 2;
-      std::fprintf(stderr, "kf worker: %s: %s\n", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal",
-                   immediate ? "stopping now (running jobs are put back)" : "stopping after the running jobs");
-      worker.RequestStop(immediate);
-    }
+  // kf's signal thread hands the signals to the worker instead of its cleanup (termination.hpp).
+  int signals_seen = 0;
+  TerminationHandlerScope on_signal([&worker, &signals_seen](int sig) {
+    const bool immediate = sig == SIGQUIT || ++signals_seen >= 2;
+    std::fprintf(stderr, "kf worker: %s: %s\n", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal",
+                 immediate ? "stopping now (running jobs are put back)" : "stopping after the running jobs");
+    worker.RequestStop(immediate);
   });
-  try {
-    worker.Run();
-  } catch (...) {
-    done = true;
-    signals.join();
-    throw;
-  }
-  done = true;
-  signals.join();
+  worker.Run();
   return kExitOk;
 }
 
