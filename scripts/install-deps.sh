@@ -9,6 +9,7 @@ PACKAGES=(
   libcli11-dev libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-numpy python3-torch libtorch-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo zip unzip xz-utils bzip2 procps iproute2
+  linux-perf
 )
 
 missing=()

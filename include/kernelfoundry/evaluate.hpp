@@ -23,7 +23,10 @@
 // the verdict kCanceled.
 // Work dirs are removed afterwards unless keep_workdir. The persistent cache (DefaultCacheDir) is passed to every
 // child as KF_CACHE_DIR, so a second run of an identical candidate reuses its compiled extension.
-// Profilers are out of scope here: trace_results stay empty.
+//  * Profiler passes (kernelfoundry/profile.hpp): after a variant's performance run, the profilers the
+//    config selects run as separate passes under the device's timing slot; their results go to
+//    TestResult.trace_results ("perf.000", …) and, parsed, to EvalResult.profiler_data ("perf", "perf_ref").
+//    They never change a verdict and never enter runtimes. EvaluateOptions::profile forces them on or off.
 // Thread-safety: Evaluate may run concurrently on different tasks; callbacks are called from worker threads.
 #pragma once
 
@@ -64,6 +67,10 @@ struct EvaluateOptions {
   const Harness* harness = nullptr;
   /// Device exclusivity for timed phases; nullptr = ProcessDeviceSlots().
   DeviceSlots* slots = nullptr;
+  /// Profiler passes: nullopt = as the config says (eval_config.profile_custom_model, default true;
+  /// eval_config.profile_original_model, default false); true = every variant (`kf run --profile`);
+  /// false = none.
+  std::optional<bool> profile;
 };
 
 /// "a, b,,c " -> {"a", "b", "c"} (B6: entries stripped, empty ones dropped).
@@ -105,6 +112,7 @@ struct VariantRun {
   std::optional<Classification> correctness;  ///< the harness's verdict of the correctness run (nullopt: not run)
   std::optional<Classification> performance;  ///< … of the performance run (nullopt: not run)
   double correctness_s = 0, performance_s = 0; ///< wall seconds of each run (0 when not run)
+  double profile_s = 0;                        ///< wall seconds of the profiler passes (0 when none ran)
 };
 
 /// What the build stage did. nullopt = that target was not built (no build step, or not wanted).
@@ -138,7 +146,8 @@ struct TestStageResult {
 
 /// Runs every variant on every arch, sequentially, in a tree holding the task and the artifacts of
 /// task.build_result and task.build_result_reference: the correctness run (device shared), then — only when
-/// it passed — the performance run (device exclusive, DeviceSlots::ForTiming). Emits the phase events.
+/// it passed — the performance run (device exclusive, DeviceSlots::ForTiming), then the variant's profiler
+/// passes (device exclusive; trace_results). Emits the phase events.
 /// Stops starting new runs once options.stop is requested.
 TestStageResult RunTestStage(const Harness& harness, const Task& task, const std::vector<TestVariant>& variants,
                              const std::vector<std::string>& archs, const EvaluateOptions& options);

@@ -19,7 +19,9 @@
 //     --kf-result-fd=N` runs the selected tests in registration order, prints `name PASSED|FAILED|SKIPPED`
 //    lines on stdout, and writes ONE JSON document to descriptor N (a pipe made by the pipeline):
 //    {"tests":[{"name","kind","status":"passed"|"failed"|"skipped"|"error","message"}],
-//     "runtimes":{name:[ms,…]}, "skipped_reason": string|null, "elapsed_ms": number}. elapsed_ms is the
+//     "runtimes":{name:[ms,…]}, "skipped_reason": string|null, "elapsed_ms": number, "timed_calls": n}.
+//    timed_calls is the number of kernel calls made in timed trials (profiler passes divide their counts
+//    by it; kernelfoundry/profile.hpp). elapsed_ms is the
 //    program's own time from entering Main to writing the document (static initialisation and process start
 //    excluded), as pytest's "in 1.23s". Exit 0 when nothing failed, 1 otherwise.
 //  * A test fails by throwing (assert_allclose throws kf::sdk::Failure); KF_SKIP(reason) marks it skipped.
@@ -41,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernelfoundry/measure.hpp"
+#include "kernelfoundry/perf_control.hpp"
 
 namespace kf::sdk {
 
@@ -67,6 +70,7 @@ struct State {
   nlohmann::ordered_json runtime_params = nlohmann::ordered_json::object();
   std::string current;                                   ///< name of the running test
   nlohmann::ordered_json runtimes = nlohmann::ordered_json::object();
+  long long timed_calls = 0;                             ///< kernel calls in timed trials (all benchmarks)
 };
 inline State& GetState() {
   static State state;
@@ -121,13 +125,17 @@ void assert_allclose(const A& actual, const E& expected, double epsilon = 1e-7, 
 
 /// Times `target` with kf::MeasureRuntime (the pipeline's one timing loop; `sync` waits for the device,
 /// may be empty on a CPU) and records the per-call samples in ms under the current benchmark's name.
+/// Under a perf profiler pass the timed trials switch perf's counters on and off (kf::PerfControl).
 /// Returns the samples.
 inline std::vector<double> measure_runtime(const std::function<void()>& target,
                                            const std::function<void()>& sync = {},
                                            const kf::MeasureOptions& options = {}) {
   kf::MeasureOptions o = options;
   if (auto name = kf::DetectProfiler()) o.profiler_mode = kf::ProfilerModeFor(name);
-  kf::MeasureResult r = kf::MeasureRuntime(target, sync, o);
+  static kf::PerfControl perf = kf::PerfControl::FromEnvironment();
+  kf::MeasureResult r = kf::MeasureRuntime(target, sync, o, perf.Hooks());
+  GetState().timed_calls += r.plan.inner_iters > 0 ? r.plan.trials * r.plan.inner_iters
+                                                   : static_cast<long long>(r.trial_ms.size());
   auto& slot = GetState().runtimes[GetState().current];
   if (!slot.is_array()) slot = nlohmann::ordered_json::array();
   for (double ms : r.trial_ms) slot.push_back(ms);
@@ -201,6 +209,7 @@ inline int Main(int argc, char** argv) {
     doc["tests"].push_back({{"name", t.name}, {"kind", t.kind}, {"status", status}, {"message", message}});
   }
   doc["runtimes"] = st.runtimes;
+  doc["timed_calls"] = st.timed_calls;
   doc["elapsed_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   std::string text = doc.dump();
   if (fd >= 0) {

@@ -2,7 +2,7 @@
 // reference are built and tested (correctness, then performance), the result is scored and stored.
 //
 //   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH]
-//               [--no-store] [--json OUT] [--keep-workdir] [-v]
+//               [--no-store] [--json OUT] [--keep-workdir] [--profile] [-v]
 //
 // TASK is a package directory, an archive or an encoded task (*.json). --candidate FILE holds the new
 // EVOLVE content (the shorthand update, needs exactly one EVOLVE block); --blocks holds the full update
@@ -23,6 +23,7 @@
 #include "cli/run_common.hpp"
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/profile.hpp"
 
 namespace kf::cli {
 namespace {
@@ -38,6 +39,7 @@ struct RunOptions {
   std::string json;
   bool keep_workdir = false;
   bool verbose = false;
+  bool profile = false;  // issue 14: force the profiler passes (EvaluateOptions::profile)
 };
 
 std::optional<BlockUpdate> ReadCandidate(const RunOptions& o) {
@@ -61,6 +63,7 @@ int RunRun(const RunOptions& o) {
   eo.test_reference = !o.no_reference;
   eo.keep_workdir = o.keep_workdir;
   eo.progress = StderrProgress();
+  if (o.profile) eo.profile = true;
   if (o.verbose) {
     eo.on_output_line = [](bool is_stderr, const std::string& line) {
       std::fprintf(stderr, "  %s %s\n", is_stderr ? "!" : "|", line.c_str());
@@ -81,6 +84,9 @@ int RunRun(const RunOptions& o) {
   // With --json - stdout carries only the JSON document; the human summary goes to stderr.
   std::FILE* human = o.json == "-" ? stderr : stdout;
   PrintVerdict(ev, human);
+  for (const std::string& line : ProfileTableLines(ev.task.test_result, ev.task.test_result_reference)) {
+    std::fprintf(human, "%s\n", line.c_str());  // issue 14: one profile line per side
+  }
   if (recorded) {
     std::fprintf(human, "stored: job %lld, kernel %s in %s\n", static_cast<long long>(recorded->job_id),
                 recorded->kernel_uuid.c_str(), db.c_str());
@@ -114,6 +120,8 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cmd->add_option("--json", o->json, "Write the whole evaluation as JSON to this file (- = stdout)");
   cmd->add_flag("--keep-workdir", o->keep_workdir, "Keep the kf_build_* / kf_test_* work directories");
   cmd->add_flag("-v,--verbose", o->verbose, "Stream every build/test output line to stderr");
+  cmd->add_flag("--profile", o->profile,
+                "Run the profiler passes for the candidate and the reference (perf on CPUs, ncu on NVIDIA)");
   cmd->callback([o, exit_code]() { *exit_code = RunRun(*o); });
 });
 

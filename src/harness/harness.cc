@@ -32,6 +32,7 @@ const char* PhaseName(Phase phase) {
     case Phase::kBuildReference: return "build reference";
     case Phase::kCorrectness: return "correctness";
     case Phase::kPerformance: return "performance";
+    case Phase::kProfile: return "profile";
   }
   return "unknown";
 }
@@ -52,6 +53,8 @@ HarnessLimits HarnessLimits::FromConfig(const Json& config) {
   }
   return limits;
 }
+
+std::optional<ProcessOptions> Harness::ProfileCommand(const TestRequest& /*request*/) const { return std::nullopt; }
 
 std::unique_ptr<Harness> MakeHarness(const Task& task) { return HarnessDescriptorFor(task.config).make(task); }
 

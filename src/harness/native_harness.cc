@@ -94,6 +94,18 @@ class NativeHarness final : public Harness {
 
   PhaseRun Performance(const TestRequest& req) const override { return RunPhase(req, "performance"); }
 
+  // Profiler passes (kernelfoundry/profile.hpp): the test program's performance selection for one variant.
+  std::optional<ProcessOptions> ProfileCommand(const TestRequest& req) const override {
+    ProcessOptions o = TestProcessOptions(req);
+    o.argv = {(req.task_dir / TestExecutable()).string(), "--kf-run", "--kf-select=performance"};
+    if (req.variant.reference) o.argv.push_back("--kf-ref");
+    if (req.runtime_params.is_object() && !req.runtime_params.empty()) {
+      o.argv.push_back("--kf-runtime-params=" + DumpJson(req.runtime_params));
+    }
+    o.argv.push_back("--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd));
+    return o;
+  }
+
  private:
   std::string TestExecutable() const {
     if (config_.contains("test_executable") && config_["test_executable"].is_string()) {

@@ -128,6 +128,28 @@ class PytestHarness final : public Harness {
     return RunPytest(req, "performance", /*performance=*/true);
   }
 
+  // Profiler passes (kernelfoundry/profile.hpp): one pytest run of the variant's performance tests, as an
+  // argv (B7: template and runtime parameters are single arguments, never split by a shell, and the runtime
+  // parameters are passed, unlike the reference's profiler runs).
+  std::optional<ProcessOptions> ProfileCommand(const TestRequest& req) const override {
+    ProcessOptions o = TestProcessOptions(req);
+    o.argv = {TaskPython(), "-u", "-m", "pytest", "--color=no", "-p", "no:cacheprovider", "-m", "performance",
+              "--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd)};
+    if (req.variant.reference) o.argv.push_back("--ref");
+    if (req.variant.template_params) {
+      o.argv.push_back("--is_templated");
+      o.argv.push_back("--template_params=" + DumpJson(*req.variant.template_params));
+    }
+    if (req.runtime_params.is_object() && !req.runtime_params.empty()) {
+      o.argv.push_back("--runtime_params=" + DumpJson(req.runtime_params));
+    }
+    o.argv.push_back("task.py");
+    o.env_add = PythonEnv(o.env_add);
+    o.pythonpath_prepend = {TaskPythonPath().string()};
+    o.end_marker = PytestEndMarker(req.limits.end_marker_grace);
+    return o;
+  }
+
  private:
   // One pytest run of the tests selected by `marker`, judged from the plugin's report.
   static PhaseRun RunPytest(const TestRequest& req, const char* marker, bool performance) {

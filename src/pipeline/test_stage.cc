@@ -13,6 +13,7 @@
 #include "core/strings.hpp"
 #include "core/temp_dir.hpp"
 #include "pipeline/eval_log.hpp"
+#include "pipeline/profile_stage.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -178,6 +179,8 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
           run.performance_s = p.wall_s;
         }
       }
+      // Profiler passes (trace_results), after the timed run and under their own timing lease.
+      run.result.trace_results = ProfileVariant(harness, task, req, run, options, slots, &run.profile_s);
       run.result.worker_info = GetWorkerInfo();
       runs.emplace_back(variant.key, std::move(run));
     }
