@@ -132,10 +132,22 @@ class PytestHarness final : public Harness {
   // argv (B7: template and runtime parameters are single arguments, never split by a shell, and the runtime
   // parameters are passed, unlike the reference's profiler runs).
   std::optional<ProcessOptions> ProfileCommand(const TestRequest& req) const override {
+    return PytestCommand(req, "performance", /*paired=*/false);
+  }
+
+ private:
+  // The pytest command of the tests selected by `marker` for req's variant (paired: both sides in one
+  // process, --kf-paired with req.timing_options).
+  static ProcessOptions PytestCommand(const TestRequest& req, const char* marker, bool paired) {
     ProcessOptions o = TestProcessOptions(req);
-    o.argv = {TaskPython(), "-u", "-m", "pytest", "--color=no", "-p", "no:cacheprovider", "-m", "performance",
+    o.argv = {TaskPython(), "-u", "-m", "pytest", "--color=no", "-p", "no:cacheprovider", "-m", marker,
               "--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd)};
-    if (req.variant.reference) o.argv.push_back("--ref");
+    if (paired) {
+      o.argv.push_back("--kf-paired");
+      o.argv.push_back("--kf-paired-options=" + DumpJson(req.timing_options));
+    } else if (req.variant.reference) {
+      o.argv.push_back("--ref");
+    }
     if (req.variant.template_params) {
       o.argv.push_back("--is_templated");
       o.argv.push_back("--template_params=" + DumpJson(*req.variant.template_params));
@@ -150,24 +162,12 @@ class PytestHarness final : public Harness {
     return o;
   }
 
- private:
-  // One pytest run of the tests selected by `marker`, judged from the plugin's report.
+  // One pytest run of the tests selected by `marker`, judged from the plugin's report. A performance run with
+  // req.paired_with runs both sides in one process (--kf-paired): the reference's runtimes and verdict come
+  // back beside the candidate's, with the timing records.
   static PhaseRun RunPytest(const TestRequest& req, const char* marker, bool performance) {
-    ProcessOptions o = TestProcessOptions(req);
-    o.argv = {TaskPython(), "-u", "-m", "pytest", "--color=no", "-p", "no:cacheprovider", "-m", marker,
-              "--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd)};
-    if (req.variant.reference) o.argv.push_back("--ref");
-    if (req.variant.template_params) {
-      o.argv.push_back("--is_templated");
-      o.argv.push_back("--template_params=" + DumpJson(*req.variant.template_params));
-    }
-    if (req.runtime_params.is_object() && !req.runtime_params.empty()) {
-      o.argv.push_back("--runtime_params=" + DumpJson(req.runtime_params));
-    }
-    o.argv.push_back("task.py");
-    o.env_add = PythonEnv(o.env_add);
-    o.pythonpath_prepend = {TaskPythonPath().string()};
-    o.end_marker = PytestEndMarker(req.limits.end_marker_grace);
+    const bool paired = performance && req.paired_with.has_value();
+    ProcessOptions o = PytestCommand(req, marker, paired);
 
     ProcessRun run = RunProcess(o);
     PhaseRun out;
@@ -182,7 +182,9 @@ class PytestHarness final : public Harness {
     }
     if (performance && report) {
       out.verdict = RequireRuntimes(out.verdict, *report, req.expected_tests, RuntimeKey);
-      if (IsCorrectFamily(out.verdict.status) && out.verdict.status == EvalStatus::kCorrect) {
+      if (paired && out.verdict.status == EvalStatus::kCorrect) FillPairedRun(*report, &out);
+      if (out.verdict.status == EvalStatus::kCorrect || out.timing.is_object()) {
+        // Measured (a paired run's integrity verdict — noisy, suspicious, … — comes with its runtimes).
         out.result.output_data = Json{{"runtimes", report->runtimes}};
       } else if (out.verdict.status == EvalStatus::kNoMeasurement) {
         out.result.returncode = -1;

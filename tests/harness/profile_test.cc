@@ -11,7 +11,7 @@
 
 #include "core/strings.hpp"
 #include "kernelfoundry/error.hpp"
-#include "kernelfoundry/perf_control.hpp"
+#include "kernelfoundry/sdk/perf_control.hpp"
 #include "kernelfoundry/process.hpp"
 #include "kernelfoundry/profile.hpp"
 #include "test_util.hpp"
