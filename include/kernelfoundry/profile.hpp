@@ -23,8 +23,8 @@
 //    ParseNsysKernelSummary). Without a CUDA device or the tool the pass is not started.
 //  * A profiler that cannot run here (no device, tool missing, counters not permitted, unknown language or
 //    name, a harness without a profiling command, a broken profiler_settings) gives a trace entry
-//    (returncode -1, message = why, output_data {"profiler", "available": false, "reason"}) — never an
-//    exception and never a changed verdict (B8).
+//    (returncode -1, message "profiler unavailable: <why>", output_data {"profiler", "available": false,
+//    "reason"}) — never an exception and never a changed verdict (B8).
 //  * Thread-safety: the parsers, formatters and selection are pure; RunProfilerPasses may run concurrently
 //    (each pass has its own output directory); the tool probes are computed once per process.
 #pragma once
@@ -179,8 +179,8 @@ std::vector<std::string> ProfileTableLines(const std::optional<TestResult>& cand
 /// without the raw report texts} per pass (pass name without its index; the first pass of a name wins).
 Json ProfilerDataFromTraces(const std::vector<std::pair<std::string, ProcessResult>>& traces);
 
-/// The trace entry of a pass that could not run: returncode -1, empty output, message `reason`,
-/// output_data {"profiler": name, "available": false, "reason": reason}.
+/// The trace entry of a pass that could not run: returncode -1, empty output, message "profiler
+/// unavailable: <reason>", output_data {"profiler": name, "available": false, "reason": reason}.
 ProcessResult UnavailableTrace(const std::string& profiler, const std::string& reason);
 
 /// Why `profiler` cannot run on this machine, or nullopt when it can: perf missing or not permitted to

@@ -485,7 +485,7 @@ Json ProfilerDataFromTraces(const std::vector<std::pair<std::string, ProcessResu
 ProcessResult UnavailableTrace(const std::string& profiler, const std::string& reason) {
   ProcessResult r;
   r.returncode = -1;
-  r.message = reason;
+  r.message = "profiler unavailable: " + reason;
   r.output_data = Json{{"profiler", profiler}, {"available", false}, {"reason", reason}};
   return r;
 }

@@ -274,8 +274,8 @@ TEST(ProfileSummary, ProfilerDataDropsRawReportsAndUnavailableEntriesHaveFiveKey
   Json d = ProfilerDataFromTraces({{"ncu.000", r}, {"ncu.001", UnavailableTrace("ncu", "x")}});
   EXPECT_EQ(d, (Json{{"ncu", Json{{"tool", "ncu"}, {"kernels", Json::array()}}}}));
   Json encoded = UnavailableTrace("ncu", "no CUDA device (y)").Encode();
-  EXPECT_EQ(encoded, Json::parse(R"J({"returncode": -1, "stdout": "", "stderr": "", "message": "no CUDA device (y)",
-      "output_data": {"profiler": "ncu", "available": false, "reason": "no CUDA device (y)"}})J"));
+  EXPECT_EQ(encoded, Json::parse(R"J({"returncode": -1, "stdout": "", "stderr": "", "message":
+      "profiler unavailable: no CUDA device (y)", "output_data": {"profiler": "ncu", "available": false, "reason": "no CUDA device (y)"}})J"));
 }
 
 TEST(ProfileAvailability, WhyAProfilerCannotRunHere) {

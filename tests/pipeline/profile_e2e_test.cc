@@ -113,7 +113,8 @@ TEST(ProfileE2E, CudaTaskWithoutGpuRecordsWhyAndKeepsItsVerdict) {
   const Json& pass = j["test_result"]["trace_results"]["ncu.000"];
   ExpectProcessResultShape(pass);
   EXPECT_EQ(pass["returncode"], -1);
-  EXPECT_EQ(pass["message"].get<std::string>().rfind("no CUDA device", 0), 0u) << pass.dump();
+  EXPECT_EQ(pass["message"].get<std::string>().rfind("profiler unavailable: no CUDA device", 0), 0u) << pass.dump();
+  EXPECT_EQ(pass["output_data"]["reason"].get<std::string>().rfind("no CUDA device", 0), 0u) << pass.dump();
   EXPECT_EQ(pass["output_data"]["profiler"], "ncu");
   EXPECT_TRUE(j_off["test_result"]["trace_results"].empty());
   EXPECT_NE(out.find("profile candidate: ncu: not run (no CUDA device"), std::string::npos) << out;

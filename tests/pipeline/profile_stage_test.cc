@@ -184,7 +184,9 @@ TEST_F(ProfileStage, UnusableProfilersAreEntriesNeverCrashes) {
     const ProcessResult* t = Trace(ev.task.test_result, c.key);
     ASSERT_NE(t, nullptr) << ev.task.test_result->Encode().dump();
     EXPECT_EQ(t->returncode, -1);
-    EXPECT_EQ(t->message.value_or("").find(c.reason_prefix), 0u) << *t->message;
+    const std::string reason = (*t->output_data)["reason"].get<std::string>();
+    EXPECT_EQ(reason.find(c.reason_prefix), 0u) << reason;
+    EXPECT_EQ(t->message.value_or(""), "profiler unavailable: " + reason);
     EXPECT_EQ((*t->output_data)["available"], false);
   }
   // A harness without a profiling command.
@@ -193,7 +195,7 @@ TEST_F(ProfileStage, UnusableProfilersAreEntriesNeverCrashes) {
   if (!ProfilerUnavailableReason("perf")) {
     const ProcessResult* t = Trace(ev.task.test_result, "perf.000");
     ASSERT_NE(t, nullptr);
-    EXPECT_EQ(*t->message, "the fake harness has no profiling command");
+    EXPECT_EQ(*t->message, "profiler unavailable: the fake harness has no profiling command");
   }
   EXPECT_EQ(ev.result.status, EvalStatus::kCorrect);
 }
@@ -209,7 +211,7 @@ TEST_F(ProfileStage, SkippedTestsOfACudaTaskSayWhyNcuDidNotRun) {
   const ProcessResult* t = Trace(ev.task.test_result, "ncu.000");
   ASSERT_NE(t, nullptr);
   if (NoCudaDeviceReason()) {
-    EXPECT_EQ(t->message->rfind("no CUDA device", 0), 0u) << *t->message;
+    EXPECT_EQ(t->message->rfind("profiler unavailable: no CUDA device", 0), 0u) << *t->message;
   } else {
     EXPECT_NE(t->message->find("not run"), std::string::npos) << *t->message;  // ncu missing, or skipped tests
   }
