@@ -29,7 +29,7 @@ ConsoleReporter::ConsoleReporter(ConsoleOptions options)
 void ConsoleReporter::ReportPhase(const PhaseEvent& e) {
   double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string what = PhaseName(e.phase);
-  if (e.phase == Phase::kCorrectness || e.phase == Phase::kPerformance) {
+  if (e.phase == Phase::kCorrectness || e.phase == Phase::kPerformance || e.phase == Phase::kProfile) {
     what += " " + e.variant + " (" + e.gpu_arch + ")";
   }
   std::string line;
