@@ -185,7 +185,7 @@ TEST_F(PyScale, SeveralArchsAreTestedAndCombined) {
   ASSERT_EQ(ev.task.test_result->results_per_gpu->size(), 2u);
   EXPECT_EQ((*ev.task.test_result->results_per_gpu)[1].first, "cpu2");
   EXPECT_TRUE(ev.task.test_result->worker_info->contains("cpu2"));  // {arch: info}
-  EXPECT_EQ(ev.logs.size(), 4u);
+  EXPECT_EQ(ev.logs.size(), 6u);  // the build and, per arch, correctness, performance and the profiler pass
 }
 
 // B20: the reference returned None when only the reference was tested; `kf validate --run` gets a verdict.
