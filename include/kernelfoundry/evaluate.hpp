@@ -24,7 +24,10 @@
 // Work dirs are removed afterwards unless keep_workdir (also when kf is stopped by a signal). Builds are cached
 // on kf's side (src/pipeline/build_cache.hpp), so a second run of an identical candidate reuses its build;
 // children cannot write the cache (filesystem isolation, src/harness/isolation.hpp).
-// Profilers are out of scope here: trace_results stay empty.
+//  * Profiler passes (kernelfoundry/profile.hpp): after a variant's performance run, the profilers the
+//    config selects run as separate passes under the device's timing slot; their results go to
+//    TestResult.trace_results ("perf.000", …) and, parsed, to EvalResult.profiler_data ("perf", "perf_ref").
+//    They never change a verdict and never enter runtimes. EvaluateOptions::profile forces them on or off.
 // Thread-safety: Evaluate may run concurrently on different tasks; callbacks are called from worker threads.
 #pragma once
 
@@ -72,6 +75,10 @@ struct EvaluateOptions {
   const Harness* harness = nullptr;
   /// Device exclusivity for timed phases; nullptr = ProcessDeviceSlots().
   DeviceSlots* slots = nullptr;
+  /// Profiler passes: nullopt = as the config says (eval_config.profile_custom_model, default true;
+  /// eval_config.profile_original_model, default false); true = every variant (`kf run --profile`);
+  /// false = none.
+  std::optional<bool> profile;
 };
 
 /// "a, b,,c " -> {"a", "b", "c"} (B6: entries stripped, empty ones dropped).
@@ -113,6 +120,7 @@ struct VariantRun {
   std::optional<Classification> correctness;  ///< the harness's verdict of the correctness run (nullopt: not run)
   std::optional<Classification> performance;  ///< … of the performance run (nullopt: not run)
   double correctness_s = 0, performance_s = 0; ///< wall seconds of each run (0 when not run)
+  double profile_s = 0;                        ///< wall seconds of the profiler passes (0 when none ran)
   /// The candidate's paired timing against the reference (PhaseRun::timing, with the conditions of the run:
   /// threads, allocator settings, load before/after); null when the variant was timed alone.
   Json timing = nullptr;
@@ -149,7 +157,8 @@ struct TestStageResult {
 
 /// Runs every variant on every arch, sequentially, in a tree holding the task and the artifacts of
 /// task.build_result and task.build_result_reference: the correctness run (device shared), then — only when
-/// it passed — the performance run (device exclusive, DeviceSlots::ForTiming). Emits the phase events.
+/// it passed — the performance run (device exclusive, DeviceSlots::ForTiming), then the variant's profiler
+/// passes (device exclusive; trace_results). Emits the phase events.
 /// Stops starting new runs once options.stop is requested.
 TestStageResult RunTestStage(const Harness& harness, const Task& task, const std::vector<TestVariant>& variants,
                              const std::vector<std::string>& archs, const EvaluateOptions& options);

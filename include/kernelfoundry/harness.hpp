@@ -64,8 +64,8 @@ struct HarnessLimits {
 };
 
 /// The phases of an evaluation, for live progress.
-enum class Phase { kBuildCandidate, kBuildReference, kCorrectness, kPerformance };
-/// "build candidate", "build reference", "correctness", "performance".
+enum class Phase { kBuildCandidate, kBuildReference, kCorrectness, kPerformance, kProfile };
+/// "build candidate", "build reference", "correctness", "performance", "profile".
 const char* PhaseName(Phase phase);
 
 /// Live progress of one phase. Emitted twice per phase by the stages: at the start (finished = false) and
@@ -176,6 +176,12 @@ class Harness {
   /// Runs one variant's performance tests; a passing run has output_data {"runtimes": {test: [ms, …]}}.
   /// Never throws for a failing test.
   virtual PhaseRun Performance(const TestRequest& request) const = 0;
+  /// The command of a profiler pass over one variant's performance tests (kernelfoundry/profile.hpp): the
+  /// ProcessOptions (argv — never a shell string, B7 —, cwd, environment, time limits, result pipe) of a
+  /// single-variant run of the tests in `request`, with its template and runtime parameters, for a
+  /// profiler to wrap. Its report must carry "timed_calls" when perf's control FIFOs are set. nullopt (the
+  /// default) when this harness cannot be profiled: the pass then records why.
+  virtual std::optional<ProcessOptions> ProfileCommand(const TestRequest& request) const;
 };
 
 /// A harness kind: how core sees it (TaskKind: tests, structure checks), how to make one, and what it does

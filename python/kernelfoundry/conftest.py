@@ -8,7 +8,8 @@ never eval'd, B21), ``--runtime_params`` (JSON object), ``--kf-result-fd N`` (th
 Result report (``--kf-result-fd N``, how KernelFoundry reads a run; never a file in the work dir): at
 session end one JSON document is written to the inherited descriptor N (a pipe made by kf) and N is closed:
 ``{"tests": [{"name", "kind", "status", "message"}], "runtimes": {nodeid: [ms, …]}, "elapsed_ms",
-"exitstatus", "skipped_reason"}`` — the same protocol as the native task SDK. ``name`` is the node id
+"exitstatus", "skipped_reason", "timed_calls"}`` — the same protocol as the native task SDK (``timed_calls``:
+kernel calls made in timed trials, which profiler passes divide their counts by). ``name`` is the node id
 relative to task.py ("TestX::test_a[512]"); ``status`` is passed, failed, skipped or error (a failing setup
 or teardown is an error; an xfail counts as skipped). A run that ends before its session finishes writes
 nothing, and kf judges it a test error.
@@ -220,6 +221,7 @@ def _write_result_report(session, exitstatus) -> None:
         "skipped_reason": skipped[0] if skipped else None,
         "elapsed_ms": (time.monotonic() - session.config.stash.get(_STARTED, time.monotonic())) * 1000.0,
         "exitstatus": int(exitstatus),
+        "timed_calls": _profilers.timed_calls(),
     }
     state = session.config.stash.get(_PAIRED, None)
     if state and state["enabled"]:

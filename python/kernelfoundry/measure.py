@@ -151,6 +151,9 @@ def measure_runtime(target: Callable, sync_fn: Optional[Callable], args: Any = N
             on_timed_begin=hooks.begin, on_timed_end=hooks.end)
     finally:
         os.environ["PTI_ENABLE_COLLECTION"] = "0"
+    # Kernel calls made in timed trials (profiler passes divide their counts by it; profilers.timed_calls).
+    profilers.add_timed_calls(result["trials"] * result["inner_iters"] if result["inner_iters"]
+                              else len(result["trials_ms"]))
     samples = list(result["trials_ms"])
     if output is not None:
         output.extend(samples)

@@ -2,7 +2,7 @@
 // reference are built and tested (correctness, then performance), the result is scored and stored.
 //
 //   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH|URL]
-//               [--no-store] [--json OUT] [--keep-workdir] [-v] [--broker URL]
+//               [--no-store] [--json OUT] [--keep-workdir] [--profile] [-v] [--broker URL]
 //
 // TASK is a package directory, an archive or an encoded task (*.json), loaded by kf::LoadTaskForRun (its
 // overrides.yml wins over config.yaml). --candidate FILE holds the new
@@ -18,15 +18,12 @@
 // are revoked with terminate and the verdict is "canceled" (exit 1); a second Ctrl-C exits at once (130).
 // Exit 0 when the candidate is correct (perf_score 5), 1 when the verdict is negative, other codes
 // (exit_codes.hpp) when the input is unusable.
-#include <pthread.h>
-#include <signal.h>
+#include <string.h>  // sigabbrev_np
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <stop_token>
-#include <thread>
 #include <optional>
 #include <string>
 
@@ -35,6 +32,7 @@
 #include "cli/json_reporter.hpp"
 #include "cli/load_task.hpp"
 #include "cli/run_common.hpp"
+#include "cli/termination.hpp"
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/farm.hpp"
@@ -53,46 +51,29 @@ struct RunOptions {
   bool no_store = false;
   std::string json;
   bool keep_workdir = false;
+  bool profile = false;
   bool verbose = false;
   std::string broker;
 };
 
-// SIGINT/SIGTERM during a farm run: the first requests the evaluation's stop, the second exits (130).
-// Signals are taken by one thread (blocked in every thread from construction on); the mask is restored
-// afterwards.
+// SIGINT/SIGTERM during a farm run: the first requests the evaluation's stop (its farm tasks are revoked), the
+// second exits (130). kf's signal thread hands the signals over while this object lives (termination.hpp).
 class FarmInterrupt {
  public:
-  FarmInterrupt() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    thread_ = std::thread([this] {
-      while (!done_) {
-        timespec ts{0, 100'000'000};
-        const int sig = sigtimedwait(&set_, nullptr, &ts);
-        if (sig <= 0) continue;
-        if (stop_.stop_requested()) std::_Exit(130);
-        std::fprintf(stderr, "kf: %s: canceling the evaluation (revoking its farm tasks); again to exit now\n",
-                     sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal");
-        stop_.request_stop();
-      }
-    });
-  }
-  ~FarmInterrupt() {
-    done_ = true;
-    thread_.join();
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
+  FarmInterrupt()
+      : on_signal_([this](int sig) {
+          if (stop_.stop_requested()) std::_Exit(130);
+          std::fprintf(stderr, "kf: %s: canceling the evaluation (revoking its farm tasks); again to exit now\n",
+                       sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal");
+          stop_.request_stop();
+        }) {}
   FarmInterrupt(const FarmInterrupt&) = delete;
   FarmInterrupt& operator=(const FarmInterrupt&) = delete;
   std::stop_token token() const { return stop_.get_token(); }
 
  private:
-  sigset_t set_{}, old_{};
   std::stop_source stop_;
-  std::atomic<bool> done_{false};
-  std::thread thread_;
+  TerminationHandlerScope on_signal_;  // last: cleared first, before stop_ goes
 };
 
 std::optional<BlockUpdate> ReadCandidate(const RunOptions& o) {
@@ -112,6 +93,7 @@ int RunRun(const RunOptions& o) {
   if (!o.gpu_arch.empty()) request.options.gpu_arch = o.gpu_arch;
   request.options.test_reference = !o.no_reference;
   request.options.keep_workdir = o.keep_workdir;
+  if (o.profile) request.options.profile = true;
   request.output_lines = o.verbose;
   request.store = !o.no_store;
   request.db = o.db;
@@ -150,6 +132,8 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-store", o->no_store, "Do not write to the database");
   cmd->add_option("--json", o->json, "Write the whole evaluation as JSON to this file (- = stdout)");
   cmd->add_flag("--keep-workdir", o->keep_workdir, "Keep the kf_build_* / kf_test_* work directories");
+  cmd->add_flag("--profile", o->profile,
+                "Run the profiler passes (trace_results) for candidate and reference, whatever eval_config says");
   cmd->add_flag("-v,--verbose", o->verbose, "Stream every build/test output line to stderr");
   cmd->add_option("--broker", o->broker,
                   "Run the build and tests on a Celery/RabbitMQ farm: amqp://user:password@host:port/vhost");

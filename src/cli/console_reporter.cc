@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/text_table.hpp"
+#include "kernelfoundry/profile.hpp"
 
 namespace kf::cli {
 namespace {
@@ -28,7 +29,7 @@ ConsoleReporter::ConsoleReporter(ConsoleOptions options)
 void ConsoleReporter::ReportPhase(const PhaseEvent& e) {
   double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string what = PhaseName(e.phase);
-  if (e.phase == Phase::kCorrectness || e.phase == Phase::kPerformance) {
+  if (e.phase == Phase::kCorrectness || e.phase == Phase::kPerformance || e.phase == Phase::kProfile) {
     what += " " + e.variant + " (" + e.gpu_arch + ")";
   }
   std::string line;
@@ -89,6 +90,10 @@ void ConsoleReporter::PrintRunVerdict(const Evaluation& ev) const {
                          ev.combined_score >= 0 ? fmt::format("{:.4g}", ev.combined_score) : "-"));
   Print(out, fmt::format("status: {}{}   (reference-compatible status: {})\n", EvalStatusName(r.status),
                          r.status_detail.empty() ? "" : " - " + r.status_detail, r.ReferenceStatus()));
+  // Issue 14: one compact profile line per side (IPC, misses per kilo-instruction, page faults per call).
+  for (const std::string& line : ProfileTableLines(ev.task.test_result, ev.task.test_result_reference)) {
+    Print(out, line + "\n");
+  }
   if (!IsCorrectVerdict(r) && r.status != EvalStatus::kSkipped && !r.eval_log.empty()) {
     // Why it failed, without -v or --json: the last lines of the log (compiler errors, failed asserts).
     constexpr size_t kTail = 20;

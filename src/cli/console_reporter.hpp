@@ -1,8 +1,8 @@
 // ConsoleReporter — the human output of `kf run` and `kf validate --run` behind kf::EvaluationReporter:
 // one progress line per phase start/end ("kf: [  12.3s] correctness custom (cpu) passed in 2.1 s"), child
 // output lines in verbose mode ("  | …" stdout, "  ! …" stderr), then the verdict (kf run: the benchmark table,
-// speedup, scores, status and, for a negative verdict, the log tail; kf validate --run: "reference run:
-// PASSED|FAILED …"), the "stored: job …" line and the kept work dirs. Thread-safe.
+// speedup, scores, status, one profile line per profiled side and, for a negative verdict, the log tail;
+// kf validate --run: "reference run: PASSED|FAILED …"), the "stored: job …" line and the kept work dirs. Thread-safe.
 #pragma once
 
 #include <chrono>

@@ -34,6 +34,7 @@ const char* PhaseName(Phase phase) {
     case Phase::kBuildReference: return "build reference";
     case Phase::kCorrectness: return "correctness";
     case Phase::kPerformance: return "performance";
+    case Phase::kProfile: return "profile";
   }
   return "unknown";
 }
@@ -54,6 +55,8 @@ HarnessLimits HarnessLimits::FromConfig(const Json& config) {
   }
   return limits;
 }
+
+std::optional<ProcessOptions> Harness::ProfileCommand(const TestRequest& /*request*/) const { return std::nullopt; }
 
 std::unique_ptr<Harness> MakeHarness(const Task& task) { return HarnessDescriptorFor(task.config).make(task); }
 

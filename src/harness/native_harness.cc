@@ -98,6 +98,11 @@ class NativeHarness final : public Harness {
 
   PhaseRun Performance(const TestRequest& req) const override { return RunPhase(req, "performance"); }
 
+  // Profiler passes (kernelfoundry/profile.hpp): the test program's performance selection for one variant.
+  std::optional<ProcessOptions> ProfileCommand(const TestRequest& req) const override {
+    return TestCommand(req, "performance", /*paired=*/false);
+  }
+
  private:
   std::string TestExecutable() const {
     if (config_.contains("test_executable") && config_["test_executable"].is_string()) {
@@ -142,12 +147,11 @@ class NativeHarness final : public Harness {
     return out;
   }
 
-  // Runs the test program for `select` (correctness | performance) and judges it from its result document.
-  PhaseRun RunPhase(const TestRequest& req, const char* select) const {
-    const std::string exe = TestExecutable();
+  // The test program's command for `select` (correctness | performance) of req's variant (paired: both
+  // sides in one process, --kf-paired with req.timing_options).
+  ProcessOptions TestCommand(const TestRequest& req, const char* select, bool paired) const {
     ProcessOptions o = TestProcessOptions(req);
-    o.argv = {(req.task_dir / exe).string(), "--kf-run", std::string("--kf-select=") + select};
-    const bool paired = std::string_view(select) == "performance" && req.paired_with.has_value();
+    o.argv = {(req.task_dir / TestExecutable()).string(), "--kf-run", std::string("--kf-select=") + select};
     if (paired) {
       o.argv.push_back("--kf-paired");
       o.argv.push_back("--kf-paired-options=" + DumpJson(req.timing_options));
@@ -158,6 +162,14 @@ class NativeHarness final : public Harness {
       o.argv.push_back("--kf-runtime-params=" + DumpJson(req.runtime_params));
     }
     o.argv.push_back("--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd));
+    return o;
+  }
+
+  // Runs the test program for `select` (correctness | performance) and judges it from its result document.
+  PhaseRun RunPhase(const TestRequest& req, const char* select) const {
+    const std::string exe = TestExecutable();
+    const bool paired = std::string_view(select) == "performance" && req.paired_with.has_value();
+    ProcessOptions o = TestCommand(req, select, paired);
     ProcessRun run = RunProcess(o);
     PhaseRun out;
     out.result = run.result;

@@ -128,12 +128,17 @@ class PytestHarness final : public Harness {
     return RunPytest(req, "performance", /*performance=*/true);
   }
 
+  // Profiler passes (kernelfoundry/profile.hpp): one pytest run of the variant's performance tests, as an
+  // argv (B7: template and runtime parameters are single arguments, never split by a shell, and the runtime
+  // parameters are passed, unlike the reference's profiler runs).
+  std::optional<ProcessOptions> ProfileCommand(const TestRequest& req) const override {
+    return PytestCommand(req, "performance", /*paired=*/false);
+  }
+
  private:
-  // One pytest run of the tests selected by `marker`, judged from the plugin's report. A performance run with
-  // req.paired_with runs both sides in one process (--kf-paired): the reference's runtimes and verdict come
-  // back beside the candidate's, with the timing records.
-  static PhaseRun RunPytest(const TestRequest& req, const char* marker, bool performance) {
-    const bool paired = performance && req.paired_with.has_value();
+  // The pytest command of the tests selected by `marker` for req's variant (paired: both sides in one
+  // process, --kf-paired with req.timing_options).
+  static ProcessOptions PytestCommand(const TestRequest& req, const char* marker, bool paired) {
     ProcessOptions o = TestProcessOptions(req);
     o.argv = {TaskPython(), "-u", "-m", "pytest", "--color=no", "-p", "no:cacheprovider", "-m", marker,
               "--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd)};
@@ -154,6 +159,15 @@ class PytestHarness final : public Harness {
     o.env_add = PythonEnv(o.env_add);
     o.pythonpath_prepend = {TaskPythonPath().string()};
     o.end_marker = PytestEndMarker(req.limits.end_marker_grace);
+    return o;
+  }
+
+  // One pytest run of the tests selected by `marker`, judged from the plugin's report. A performance run with
+  // req.paired_with runs both sides in one process (--kf-paired): the reference's runtimes and verdict come
+  // back beside the candidate's, with the timing records.
+  static PhaseRun RunPytest(const TestRequest& req, const char* marker, bool performance) {
+    const bool paired = performance && req.paired_with.has_value();
+    ProcessOptions o = PytestCommand(req, marker, paired);
 
     ProcessRun run = RunProcess(o);
     PhaseRun out;

@@ -9,6 +9,7 @@
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/profile.hpp"
 #include "kernelfoundry/worker_info.hpp"
 #include "pipeline/eval_log.hpp"
 #include "pipeline/build_internal.hpp"
@@ -173,6 +174,10 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
         ev.timings.push_back({"performance " + key + " " + arch, run.performance_s});
         ev.logs.push_back({"test " + key + " " + arch + " performance", *run.result.performance_result, info});
       }
+      if (run.profile_s > 0) ev.timings.push_back({"profile " + key + " " + arch, run.profile_s});
+      for (const auto& [trace, result] : run.result.trace_results) {
+        ev.logs.push_back({"test " + key + " " + arch + " profile " + trace, result, info});
+      }
     }
   }
 
@@ -201,6 +206,7 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
       }
     }
     EvalResult r;
+    std::string profiled_key;  // the candidate variant whose verdict this arch reports
     if (!want_candidate) {
       ConvertOptions co;
       co.correctness = reference_verdict;
@@ -231,8 +237,19 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
       if (r.metadata.contains("template_parameters")) {
         best_key = TemplateVariantKey(r.metadata["template_parameters"]);
       }
+      profiled_key = best_key;
       for (const auto& [key, run] : *runs) {
         if (key == best_key) best_candidate.emplace_back(arch, run.result);
+      }
+    }
+    // Parsed profiler outputs of this arch (the reference's profiler_data: "<name>" for the scored candidate
+    // variant, "<name>_ref" for the reference).
+    if (runs) {
+      for (const auto& [key, run] : *runs) {
+        const bool is_reference = key == "reference";
+        if (!is_reference && key != profiled_key) continue;
+        const Json profiles = ProfilerDataFromTraces(run.result.trace_results);
+        for (const auto& [name, data] : profiles.items()) r.profiler_data[is_reference ? name + "_ref" : name] = data;
       }
     }
     AddCompileInfo(r, builds.candidate);

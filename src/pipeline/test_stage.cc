@@ -17,6 +17,7 @@
 #include "core/strings.hpp"
 #include "core/temp_dir.hpp"
 #include "pipeline/eval_log.hpp"
+#include "pipeline/profile_stage.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -309,6 +310,13 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
         reference_run->performance = std::move(p.verdict);
         reference_run->performance_s = p.wall_s;
       }
+    }
+    // 3. Profiler passes (trace_results): after every timed phase of this arch, each under its own timing
+    // lease, in separate processes, so they never overlap a timed run nor count in its runtimes.
+    for (size_t i = 0; i < runs.size(); ++i) {
+      VariantRun& run = runs[i].second;
+      TestRequest req = request(variants[i]);
+      run.result.trace_results = ProfileVariant(harness, task, req, run, options, slots, &run.profile_s);
     }
     for (auto& [key, run] : runs) run.result.worker_info = GetWorkerInfo();
     out.per_arch.emplace_back(arch, std::move(runs));

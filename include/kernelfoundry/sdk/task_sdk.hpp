@@ -19,7 +19,9 @@
 //     --kf-result-fd=N` runs the selected tests in registration order, prints `name PASSED|FAILED|SKIPPED`
 //    lines on stdout, and writes ONE JSON document to descriptor N (a pipe made by the pipeline):
 //    {"tests":[{"name","kind","status":"passed"|"failed"|"skipped"|"error","message"}],
-//     "runtimes":{name:[ms,…]}, "skipped_reason": string|null, "elapsed_ms": number[, "build_error": {…}]}. elapsed_ms is the
+//     "runtimes":{name:[ms,…]}, "skipped_reason": string|null, "elapsed_ms": number, "timed_calls": n
+//     [, "build_error": {…}]}. timed_calls is the number of kernel calls made in timed trials (profiler passes
+//    divide their counts by it; kernelfoundry/profile.hpp). elapsed_ms is the
 //    program's own time from entering Main to writing the document (static initialisation and process start
 //    excluded), as pytest's "in 1.23s". Exit 0 when nothing failed, 1 otherwise.
 //    When code the program compiles at run time does not build (kf::sdk::BuildFailure, thrown e.g. by
@@ -62,6 +64,7 @@
 
 #include "kernelfoundry/measure.hpp"
 #include "kernelfoundry/paired.hpp"
+#include "kernelfoundry/sdk/perf_control.hpp"
 
 namespace kf::sdk {
 
@@ -146,6 +149,7 @@ struct State {
   nlohmann::ordered_json runtime_params = nlohmann::ordered_json::object();
   std::string current;                                   ///< name of the running test
   nlohmann::ordered_json runtimes = nlohmann::ordered_json::object();
+  long long timed_calls = 0;                             ///< kernel calls in timed trials (all benchmarks)
 };
 inline State& GetState() {
   static State state;
@@ -394,7 +398,8 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
 /// Times `target` with kf::MeasureRuntime (the pipeline's one timing loop; `sync` waits for the device,
 /// may be empty on a CPU) and records the per-call samples in ms under the current benchmark's name.
 /// Returns the samples. In paired mode (see the file comment) the candidate's call is timed against the
-/// reference's and the reference side's call returns once that is done.
+/// reference's and the reference side's call returns once that is done. Unpaired, under a perf profiler pass
+/// the timed trials switch perf's counters on and off (kf::PerfControl) and count the timed kernel calls.
 inline std::vector<double> measure_runtime(const std::function<void()>& target,
                                            const std::function<void()>& sync = {},
                                            const kf::MeasureOptions& options = {}) {
@@ -413,7 +418,11 @@ inline std::vector<double> measure_runtime(const std::function<void()>& target,
   } else {
     kf::MeasureOptions o = options;
     if (auto name = kf::DetectProfiler()) o.profiler_mode = kf::ProfilerModeFor(name);
-    samples = kf::MeasureRuntime(target, sync, o).trial_ms;
+    static kf::PerfControl perf = kf::PerfControl::FromEnvironment();
+    kf::MeasureResult r = kf::MeasureRuntime(target, sync, o, perf.Hooks());
+    st.timed_calls += r.plan.inner_iters > 0 ? r.plan.trials * r.plan.inner_iters
+                                             : static_cast<long long>(r.trial_ms.size());
+    samples = std::move(r.trial_ms);
   }
   auto& slot = st.runtimes[st.current];
   if (!slot.is_array()) slot = nlohmann::ordered_json::array();
@@ -573,6 +582,7 @@ inline int Main(int argc, char** argv) {
     doc["reference_tests"] = reference_tests;
     doc["conditions"] = {{"threads", std::getenv("KF_THREADS") ? std::atoi(std::getenv("KF_THREADS")) : 0}};
   }
+  doc["timed_calls"] = st.timed_calls;
   doc["elapsed_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   std::string text = doc.dump();
   if (fd >= 0) {
