@@ -66,7 +66,7 @@ LoadedTask LoadTask(const std::string& arg, bool discover_tests) {
   LoadedTask out;
   try {
     if (IsEncodedTaskArg(arg)) {
-      out.task = Task::Decode(ParseJson(ReadInput(arg), arg == "-" ? "<stdin>" : arg));
+      out.task = Task::DecodeFromString(ReadInput(arg), arg == "-" ? "<stdin>" : arg);
       out.from_json = true;
       return out;
     }

@@ -90,7 +90,7 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
   if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
   BuildRun run = harness.Build(req);
   run.task_dir = req.task_dir;
-  run.result.worker_info = GetWorkerInfo();
+  run.result.worker_info = GetWorkerInfo(harness.Name());
   if (options.progress) {
     std::string note;
     if (!run.result.Ok()) note = run.result.result && run.result.result->message ? *run.result.result->message : "";

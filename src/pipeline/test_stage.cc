@@ -178,7 +178,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
           run.performance_s = p.wall_s;
         }
       }
-      run.result.worker_info = GetWorkerInfo();
+      run.result.worker_info = GetWorkerInfo(harness.Name());
       runs.emplace_back(variant.key, std::move(run));
     }
     out.per_arch.emplace_back(arch, std::move(runs));
