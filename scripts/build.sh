@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds KernelFoundry into build/ (Release with debug info, warnings as errors).
-# Usage: scripts/build.sh [extra cmake args]
+# Configures and builds KernelFoundry into build/ with the `default` preset (RelWithDebInfo, -Werror; see
+# CMakePresets.json). Usage: scripts/build.sh [extra cmake configure args, e.g. -DKF_BUILD_BENCH=OFF]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKF_WERROR=ON "$@" >/dev/null
-ninja -C build
+cmake --preset default "$@" >/dev/null
+cmake --build --preset default

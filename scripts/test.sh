@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Runs every test of KernelFoundry on a fresh Debian 12 machine: installs dependencies, builds with -Werror,
-# runs the unit + integration tests (ctest), the Python package tests (pytest), an ASan+UBSan build of the
-# unit tests (end-to-end and slow cases excluded: they spawn compilers and pytest, not our code), and each
-# libFuzzer target for KF_FUZZ_SECONDS (default 30). Compiled torch extensions are cached
-# under build/cache so repeated runs do not recompile them.
+# Runs every test of KernelFoundry on a fresh Debian 12 machine, as CMake presets (CMakePresets.json):
+#   default  RelWithDebInfo, -Werror: unit + integration tests, layering, install (ctest), then pytest
+#   asan     ASan+UBSan build of the unit tests (end-to-end, slow and timing tests excluded)
+#   fuzz     clang-14 libFuzzer targets, KF_FUZZ_SECONDS (default 30) each
+# Compiled torch extensions are cached under build/cache (KF_CACHE_DIR) so repeated runs do not recompile them.
 # Usage: scripts/test.sh            (everything)
-#        KF_QUICK=1 scripts/test.sh (skip sanitizer build and fuzzing)
+#        KF_QUICK=1 scripts/test.sh (default preset and pytest only)
+# KF_JOBS sets the build/test parallelism (default: nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 JOBS=${KF_JOBS:-$(nproc)}
-FUZZ_SECONDS=${KF_FUZZ_SECONDS:-30}
 export KF_CACHE_DIR=${KF_CACHE_DIR:-$ROOT/build/cache}
 # The shared data (fixtures/, kernelbench/): $KF_SHARED_DIR, else ../shared beside this checkout, else beside
 # the repository this one was cloned from (git clone /work/main /tmp/x keeps /work/shared reachable).
@@ -30,50 +30,33 @@ echo "shared data: $KF_SHARED_DIR"
 passed=0; failed=0
 step() { echo; echo "==== $* ===="; }
 record() { if [ "$1" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $2"; fi; }
+# suite PRESET: configure, build and test one preset; a failing step counts as a failed suite.
+suite() {
+  local rc=0
+  cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$JOBS" && ctest --preset "$1" -j "$JOBS" || rc=$?
+  record "$rc" "ctest ($1)"
+}
 
 step "dependencies"
 scripts/install-deps.sh
 
-step "build (RelWithDebInfo, -Werror)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKF_WERROR=ON >/dev/null
-ninja -C build -j "$JOBS"
-
-step "unit and integration tests (ctest)"
-set +e
-(cd build && ctest --output-on-failure -j "$JOBS" --timeout 900)
-record $? "ctest"
+step "default preset: build (RelWithDebInfo, -Werror) and ctest"
+suite default
 
 step "python package tests (pytest)"
-PYTHONPATH="$ROOT/python" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python
+# The package as assembled in the build tree (with its compiled modules) when there is one, else the sources.
+pydir=$ROOT/build/python
+[ -f "$pydir/kernelfoundry/__init__.py" ] || pydir=$ROOT/python
+set +e
+PYTHONPATH="$pydir" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python
 record $? "pytest tests/python"
 set -e
 
 if [ -z "${KF_QUICK:-}" ]; then
-  step "ASan+UBSan build of the unit tests"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKF_WERROR=ON -DKF_SANITIZE=ON \
-        -DKF_BUILD_BENCH=OFF -DKF_BUILD_PYTHON=OFF >/dev/null
-  ninja -C build-asan -j "$JOBS" kf $(cd build && ninja -t targets all | grep -o '^kf_[a-z]*_tests' | sort -u)
-  set +e
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      ctest --output-on-failure -j "$JOBS" --timeout 900 -E "Slow|Serial|E2E")
-  record $? "ctest (asan+ubsan)"
-  set -e
-
-  step "libFuzzer targets (${FUZZ_SECONDS}s each)"
-  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DKF_BUILD_FUZZ=ON -DKF_BUILD_TESTS=OFF -DKF_BUILD_BENCH=OFF -DKF_BUILD_PYTHON=OFF >/dev/null
-  targets=$(cd fuzz && ls *_fuzz.cc | sed 's/\.cc$//')
-  ninja -C build-fuzz -j "$JOBS" $targets
-  for t in $targets; do
-    mkdir -p "build-fuzz/corpus-$t"
-    set +e
-    "build-fuzz/fuzz/$t" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -print_final_stats=0 \
-        "build-fuzz/corpus-$t" > "build-fuzz/$t.log" 2>&1
-    rc=$?
-    set -e
-    tail -n 2 "build-fuzz/$t.log"
-    record $rc "fuzz $t"
-  done
+  step "asan preset: ASan+UBSan build of the unit tests"
+  suite asan
+  step "fuzz preset: libFuzzer targets (${KF_FUZZ_SECONDS:-30}s each)"
+  suite fuzz
 fi
 
 echo

@@ -77,4 +77,20 @@ std::pair<int, std::string> RunShell(const std::string& cmd) {
   return {rc, out};
 }
 
+bool CorrectAndTimed(const Json& status) {
+  return status.is_string() && (status == "correct" || status == "noisy");
+}
+
+bool HasCorrectVerdictLine(const std::string& out) {
+  const std::string compatible = "(reference-compatible status: correct)";
+  for (const char* head : {"status: correct   ", "status: noisy - "}) {
+    size_t at = out.find(head);
+    if (at == std::string::npos) continue;
+    size_t eol = out.find('\n', at);
+    if (out.substr(at, eol == std::string::npos ? std::string::npos : eol - at).find(compatible) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
 }  // namespace kf::testing

@@ -49,6 +49,14 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+/// True for the verdict of a correct, timed candidate: "correct", or "noisy" (correct, but the speedup's
+/// interval is wider than the target, as on a loaded test machine). End-to-end tests accept both.
+bool CorrectAndTimed(const Json& status);
+
+/// True when `out` (kf run's console output) holds the verdict line of a correct, timed run: "status: correct"
+/// or "status: noisy - …", each followed by the reference-compatible status "correct".
+bool HasCorrectVerdictLine(const std::string& out);
+
 /// Runs a shell command, returns {exit status, stdout+stderr}.
 std::pair<int, std::string> RunShell(const std::string& cmd);
 

@@ -105,6 +105,9 @@ struct VariantRun {
   std::optional<Classification> correctness;  ///< the harness's verdict of the correctness run (nullopt: not run)
   std::optional<Classification> performance;  ///< … of the performance run (nullopt: not run)
   double correctness_s = 0, performance_s = 0; ///< wall seconds of each run (0 when not run)
+  /// The candidate's paired timing against the reference (PhaseRun::timing, with the conditions of the run:
+  /// threads, allocator settings, load before/after); null when the variant was timed alone.
+  Json timing = nullptr;
 };
 
 /// What the build stage did. nullopt = that target was not built (no build step, or not wanted).

@@ -72,7 +72,8 @@ const char* PhaseName(Phase phase);
 /// at the end.
 struct PhaseEvent {
   Phase phase = Phase::kCorrectness;
-  std::string variant;         ///< "custom", "custom_16_32", "reference" (builds: "custom" / "reference")
+  std::string variant;         ///< "custom", "custom_16_32", "reference", a paired timing run "custom+reference"
+                               ///< (builds: "custom" / "reference")
   std::string gpu_arch;        ///< the arch tested (builds: the normalised arch list)
   bool finished = false;       ///< false: the phase starts now
   bool ok = false;             ///< when finished: the phase succeeded
@@ -128,6 +129,12 @@ struct TestRequest {
   std::map<std::string, std::string> env;
   OutputLineFn on_line;
   std::stop_token stop;             ///< cancellation: kills the run's process tree
+  /// Performance runs only: time `variant` against this reference variant in the same process, interleaved
+  /// (paired timing, paired.hpp). nullopt: the variant is timed alone.
+  std::optional<TestVariant> paired_with;
+  /// Paired timing options (kernelfoundry.paired.DEFAULTS keys: budget_s, target_rel_half_width, …) from
+  /// config eval_config.timing; an object.
+  Json timing_options = Json::object();
 };
 
 /// The result of one correctness or performance run.
@@ -142,6 +149,14 @@ struct PhaseRun {
   Classification verdict;
   TerminationReason reason = TerminationReason::kExited;
   double wall_s = 0;
+  /// A paired performance run: the reference side of the same run (output_data {"runtimes": …}) and its
+  /// verdict; nullopt otherwise.
+  std::optional<ProcessResult> reference_result;
+  std::optional<Classification> reference_verdict;
+  /// A paired performance run: {"paired": {benchmark: record}, "conditions": {…}} as the test run reported it
+  /// (records: speedup, ci, rounds, status, detail, per-round samples; see kernelfoundry/paired.py); null
+  /// otherwise. Benchmarks the run could not pair have "paired": false.
+  Json timing = nullptr;
 };
 
 /// The interface every harness implements. Stateless; thread-safe.
@@ -184,9 +199,10 @@ TaskKindLookup HarnessTaskKinds();
 /// HarnessDescriptorFor(task.config).make(task).
 std::unique_ptr<Harness> MakeHarness(const Task& task);
 
-/// The Python interpreter for task-side code: $KF_PYTHON, else /usr/bin/python3.
+/// The Python interpreter for task-side code: kf::TaskPythonInterpreter() (resources.hpp).
 std::string TaskPython();
-/// The directory holding the `kernelfoundry` Python package: $KF_PYTHON_DIR, else the build-time path.
+/// The directory holding the `kernelfoundry` Python package: kf::TaskPythonDir() (resources.hpp); throws its
+/// kf::Error(kNotFound) when there is none.
 std::filesystem::path TaskPythonPath();
 
 /// The end-of-run marker for pytest runs: pytest's final summary line (kernelfoundry/pytest_summary.hpp).

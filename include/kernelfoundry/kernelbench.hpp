@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernelfoundry/json.hpp"
+#include "kernelfoundry/resources.hpp"
 
 namespace kf {
 
@@ -64,7 +65,7 @@ std::string KernelBenchTaskName(const std::filesystem::path& problem);
 /// Throws kf::Error(kParse, file = `file`) with the Python output when the script fails or times out, and
 /// kf::Error(kUnsupported) for an argument kind the C++ calling convention cannot express.
 Json IntrospectKernelBenchProblem(const std::string& problem_source, const std::string& file,
-                                  const std::string& python = "/usr/bin/python3",
+                                  const std::string& python = TaskPythonInterpreter(),
                                   std::chrono::milliseconds timeout = std::chrono::seconds(180));
 
 /// Everything the package renderer needs.
@@ -91,7 +92,7 @@ struct KernelBenchImportOptions {
   std::string task_name;                                       ///< --name; empty = KernelBenchTaskName(problem)
   std::filesystem::path output_dir;                            ///< -o DIR (created; must be empty or absent)
   bool overwrite = false;                                      ///< --force: replace files in a non-empty DIR
-  std::string python = "/usr/bin/python3";
+  std::string python = TaskPythonInterpreter();  ///< interpreter with torch (resources.hpp)
   std::chrono::milliseconds introspect_timeout = std::chrono::seconds(180);
 };
 

@@ -1,7 +1,7 @@
 // Pytest test discovery — the TestCollector for reference-format tasks (task.py + conftest.py).
 //
-// Runs `/usr/bin/python3 -m kernelfoundry.collect <task_dir>` (our python package, PYTHONPATH = KF_PYTHON_DIR,
-// no bytecode written) under kf::RunProcess with a wall-clock limit, in the task directory. The collector
+// Runs `<task python> -m kernelfoundry.collect <task_dir>` (our python package on PYTHONPATH, both found by
+// kernelfoundry/resources.hpp; no bytecode written) under kf::RunProcess with a wall-clock limit, in the task directory. The collector
 // prints one line "KF_COLLECT_JSON:{"tests":[{"nodeid":…,"performance":bool}],"errors":[…]}"; tests marked
 // @pytest.mark.performance are the profile tests, all others the correctness tests (collection order kept):
 // both lists come from ONE collection (the reference collects twice).
@@ -21,14 +21,15 @@
 #include <filesystem>
 #include <string>
 
+#include "kernelfoundry/resources.hpp"
 #include "kernelfoundry/test_discovery.hpp"
 
 namespace kf {
 
 struct PytestCollectOptions {
-  std::filesystem::path python = "/usr/bin/python3";  ///< interpreter with pytest installed
-  std::filesystem::path python_dir;                   ///< holds the kernelfoundry package; empty = built-in
-  std::chrono::milliseconds timeout{180'000};         ///< wall-clock limit of one collection
+  std::filesystem::path python = TaskPythonInterpreter();  ///< interpreter with pytest installed
+  std::filesystem::path python_dir;  ///< holds the kernelfoundry package; empty = kf::TaskPythonDir()
+  std::chrono::milliseconds timeout{180'000};  ///< wall-clock limit of one collection
   bool eager = false;  ///< plain imports only (no deferred imports; KF_COLLECT_EAGER=1 for the collector)
 };
 

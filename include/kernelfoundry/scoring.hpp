@@ -47,8 +47,12 @@ struct BenchmarkRow {
   std::string name;                 ///< pytest node id
   double reference_mean_ms = -1;
   double candidate_mean_ms = -1;
-  double speedup = -1;              ///< reference / candidate, -1 when not computable (no sentinel)
-  int num_trials = 0;               ///< candidate trials
+  double speedup = -1;              ///< reference / candidate, -1 when not computable (no sentinel);
+                                    ///< paired: the median of the per-round ratios
+  int num_trials = 0;               ///< candidate trials (paired: measured rounds)
+  bool paired = false;              ///< timed against the reference in the same process (paired.hpp)
+  double speedup_ci_low = -1;       ///< paired: the 95 % confidence interval of the speedup
+  double speedup_ci_high = -1;
 };
 
 /// The verdict for one candidate (one variant on one arch, or combined).
@@ -69,12 +73,16 @@ struct EvalResult {
   EvalStatus status = EvalStatus::kNotEvaluated;
   std::string status_detail;             ///< one line: why (exit code, signal, benchmark name…)
   std::vector<BenchmarkRow> benchmarks;
+  /// The paired timing records and the conditions of the timed run (VariantRun::timing); several archs:
+  /// {arch: …}. Empty when nothing was paired.
+  Json timing = Json::object();
 
   /// The reference's status string for this result (see ReferenceStatusFor).
   std::string_view ReferenceStatus() const { return ReferenceStatusFor(status); }
   /// Exactly the reference's EvalResult dict: compiled … template_results (no eval_log).
   Json ToReferenceJson() const;
-  /// ToReferenceJson() plus "eval_log", "status", "status_detail", "reference_status", "benchmarks".
+  /// ToReferenceJson() plus "eval_log", "status", "status_detail", "reference_status", "benchmarks",
+  /// "timing".
   Json ToJson() const;
 };
 
@@ -97,6 +105,10 @@ struct ConvertOptions {
   std::optional<Classification> performance;
   /// The typed verdict of the reference's correctness run (absent: its exit code decides, as on the wire).
   std::optional<Classification> reference_correctness;
+  /// The paired timing of the candidate against the reference (VariantRun::timing): where a benchmark has a
+  /// paired record, its speedup is the record's median per-round ratio (with its confidence interval) instead
+  /// of the ratio of the two sides' means.
+  Json timing = nullptr;
   size_t log_cap_chars = 16000;    ///< cap of each pytest log excerpt
 };
 

@@ -3,29 +3,43 @@
 // models, so the reference's tools can read a database we write and we can append to one they created.
 //
 // Contract:
-//  * Store is an interface; SqliteStore is the default backend (PostgreSQL can be added beside it).
+//  * OpenStore(url) hands out the backend chosen by the URL: SQLite (a file path, sqlite:///relative,
+//    sqlite:////absolute) or PostgreSQL (postgresql://user[:password]@host[:port]/db, also postgres://).
+//    The backend classes are private; callers see only Store.
 //  * Every write runs in one transaction: it either lands completely or not at all.
-//  * Values are checked against the column types before they are written; a wrong type, an unknown column
-//    or a too-long VARCHAR(n) value throws kf::Error(kInvalidArgument) naming "table.column".
+//  * Values are checked against the column types before they are written (the same checks for every
+//    backend): a wrong type, an unknown column, a missing required field or a too-long VARCHAR(n) value
+//    throws kf::Error(kInvalidArgument) naming "table.column".
 //  * Rows cross the API as kf::Json objects keyed by column name. JSON columns hold any JSON value (null =
-//    SQL NULL); BOOLEAN columns are JSON booleans (stored 0/1); DATETIME columns are UTC text
-//    "YYYY-MM-DD HH:MM:SS.ffffff" (SQLAlchemy's SQLite DateTime format).
+//    SQL NULL); BOOLEAN columns are JSON booleans; DATETIME columns are UTC text
+//    "YYYY-MM-DD HH:MM:SS.ffffff" on every backend (SQLAlchemy's SQLite format; PostgreSQL stores them as
+//    TIMESTAMP WITH TIME ZONE). Rows written by the reference's SQLite server default may lack the fraction.
 //  * Job lifecycle: INIT, RUN, VALIDATING are active; COMPLETE, FAIL, CANCELED, VALIDATED are terminal.
 //    Reaching a terminal status sets finished_at when it is empty; COMPLETE sets progress to 1.0; progress
 //    is clamped to [0, 1]. A CANCELED job is never changed again: UpdateJob reports kCanceled to the caller
 //    (the reference exits the process instead).
+//  * "Our status" (kf_status) of a kernel is the first word after "kf status: " on the first line of its
+//    eval_log (what kf::KernelRow writes, e.g. "value_mismatch"); "" / null when the log does not start so
+//    (rows the reference wrote). InsertKernel also records it in our table kf_kernel_status, so summaries
+//    and filters never read eval_log.
 //  * Differences from the reference: kernels.task_id may be NULL in databases we create (the reference
 //    declares it NOT NULL although kernels can exist without a stored task); opening an existing database
-//    also checks declared type affinities, not only column presence.
+//    also checks declared types, not only column presence; opening it read-write adds our table
+//    kf_kernel_status (filled from the existing kernels) and indexes named kf_ix_*, so the read APIs stay
+//    fast with 100,000 kernels. The reference's tools ignore both.
+//  * Passwords in URLs never appear in errors: the `file` of a kf::Error is the path or RedactStoreUrl(url).
 //
-// Thread safety: all methods of a SqliteStore may be called concurrently (calls are serialised
-// internally). Several processes (or several SqliteStore objects) may write one database file at once: it
-// runs in WAL mode and waits up to the busy timeout for the write lock.
+// Thread safety: all methods of one Store may be called concurrently (calls are serialised internally).
+// Several processes or Store objects may write one database at once. SQLite runs in WAL mode and waits up to
+// StoreOptions::busy_timeout for the write lock. PostgreSQL runs each write in a transaction (READ COMMITTED;
+// UpdateJob locks the job row), inserting an already stored task id is not an error, and concurrent first
+// opens of an empty database create the tables once (under an advisory lock).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,12 +87,77 @@ struct JobLog {
   std::string timestamp{};  ///< "YYYY-MM-DD HH:MM:SS.ffffff" UTC; empty = now
 };
 
-/// Filter for ListKernels. All set filters must match.
+/// Sort keys of ListKernels.
+enum class KernelSort {
+  kId,         ///< insertion order
+  kTimestamp,  ///< kernels.timestamp
+  kScore,      ///< kernels.score (perf_score)
+  kRuntime,    ///< kernels.runtime (ms)
+  kSpeedup,    ///< kernels.improve_over_native
+};
+/// Parses "id", "timestamp", "score", "runtime", "speedup". Throws kf::Error(kInvalidArgument) otherwise.
+KernelSort ParseKernelSort(std::string_view name);
+
+/// Filter, order and page of ListKernels / CountKernels. All set filters must match.
 struct KernelQuery {
   std::optional<std::string> task_name{};
   std::optional<int64_t> job_id{};
-  int64_t last_n = 0;                ///< only the newest N rows (by id); 0 = all
-  std::vector<std::string> columns{};  ///< kernels columns to return, in this order; empty = all
+  std::optional<std::string> status{};     ///< kernels.status, the reference's status (correct/compiled/error)
+  std::optional<std::string> kf_status{};  ///< our status (file comment), e.g. "value_mismatch"
+  /// Only the newest N rows (by id), returned oldest first; 0 = all. Cannot be combined with limit/offset.
+  int64_t last_n = 0;
+  int64_t limit = 0;   ///< page size; 0 = no limit
+  int64_t offset = 0;  ///< rows skipped before the page (needs no limit)
+  /// Page order; ties are broken by id in the same direction; NULL sorts as the smallest value (first when
+  /// ascending, last when descending — on every backend).
+  KernelSort sort = KernelSort::kId;
+  bool descending = false;
+  /// kernels columns to return, in this order, plus the virtual column "kf_status"; empty = every column
+  /// and kf_status.
+  std::vector<std::string> columns{};
+};
+
+/// Filter and page of ListJobs / CountJobs.
+struct JobQuery {
+  std::optional<std::string> task_name{};  ///< tasks.task_name of the job's task (jobs.task_id)
+  std::optional<JobStatus> status{};
+  int64_t limit = 0;   ///< page size; 0 = no limit
+  int64_t offset = 0;  ///< rows skipped before the page
+};
+
+/// What ListTaskSummaries reports per task_name of the kernels table.
+struct TaskSummary {
+  std::string task_name;                         ///< "" for kernels without a task_name
+  int64_t kernels = 0;                           ///< number of kernels rows
+  std::map<std::string, int64_t> by_kf_status;   ///< our status -> rows ("" = not recorded by kf)
+  std::map<std::string, int64_t> by_status;      ///< kernels.status -> rows ("" = NULL)
+  /// Largest improve_over_native over correct rows (score 5) with a real speedup (> 1e-9, so neither the
+  /// "not measured" -1 nor the "no reference" 9.999e-10 of the reference); nullopt when none.
+  std::optional<double> best_speedup;
+  std::string last_timestamp;                    ///< newest kernels.timestamp (UTC text)
+
+  /// {"task_name", "kernels", "by_kf_status", "by_status", "best_speedup" (null when none), "last_timestamp"}.
+  Json ToJson() const;
+};
+
+/// Which kernels KernelHistory returns: the rows of one task, oldest first.
+struct HistoryQuery {
+  std::string task_name;
+  int64_t after_id = 0;  ///< only ids greater than this (for polling new points)
+  int64_t limit = 0;     ///< at most this many points (the oldest ones after after_id); 0 = all
+};
+
+/// One point of a task's history (for speedup-over-time plots).
+struct KernelPoint {
+  int64_t id = 0;
+  std::string timestamp;                 ///< UTC text
+  std::string status;                    ///< kernels.status ("" = NULL)
+  std::string kf_status;                 ///< our status ("" = not recorded by kf)
+  std::optional<double> speedup;         ///< improve_over_native
+  std::optional<int64_t> score;          ///< perf_score
+
+  /// {"id", "timestamp", "status", "kf_status", "speedup", "score"} (null for unset values).
+  Json ToJson() const;
 };
 
 /// The kernels profiler columns made from an EvalResult.profiler_data object (spec §5.6). Each is null
@@ -105,14 +184,26 @@ struct WorkerInfoColumns {
 };
 WorkerInfoColumns SplitWorkerInfos(const Json& metadata);
 
+/// Our status in a kernels row's eval_log (file comment): the word after "kf status: " at its very start, up
+/// to a space or newline; nullopt when the log does not start that way or the word is empty.
+std::optional<std::string> ParseKfStatus(std::string_view eval_log);
+
 /// The current time as stored in DATETIME columns: UTC "YYYY-MM-DD HH:MM:SS.ffffff".
 std::string NowTimestamp();
 /// The default of kernels.db_user: the OS user name as Python's getpass.getuser() finds it (LOGNAME, USER,
 /// LNAME, USERNAME, then the password database), cut to 128 characters; "unknown" if none.
 std::string DefaultDbUser();
 /// The results database path: $KF_DB when set and non-empty, else "runs/kernels.sqlite3" (relative to the
-/// current directory, as the reference's default sqlite:///runs/kernels.sqlite3).
+/// current directory, as the reference's default sqlite:///runs/kernels.sqlite3). $KF_DB may also hold a
+/// URL; use DefaultStoreUrl() where a URL is accepted.
 std::filesystem::path DefaultDbPath();
+/// The results database for OpenStore: $KF_DB when set and non-empty (a path or URL), else
+/// "runs/kernels.sqlite3".
+std::string DefaultStoreUrl();
+
+/// `url` with the password of a postgresql:// URL replaced by "***" (user, host, port, database and query
+/// are kept); any other value unchanged. Use it wherever a store URL is printed or logged.
+std::string RedactStoreUrl(std::string_view url);
 
 /// Persistence of pipeline results. See the file comment for the contract.
 class Store {
@@ -122,8 +213,9 @@ class Store {
   /// Inserts a `tasks` row (the object from Task::ToDatabaseTask: id, task_name, task_origin, config,
   /// task_data, has_build_step, correctness_tests, profile_tests, the blocks and the hyperparameters; any
   /// subset of the tasks columns). Returns false, writing nothing, when a task with that id is stored
-  /// already. Throws kf::Error(kInvalidArgument) on an unknown key, a wrong type or a missing required
-  /// field (id, task_name, task_origin, has_build_step).
+  /// already (also when another writer stores it at the same moment). Throws kf::Error(kInvalidArgument)
+  /// on an unknown key, a wrong type or a missing required field (id, task_name, task_origin,
+  /// has_build_step).
   virtual bool InsertTask(const Json& row) = 0;
 
   /// Creates a job (status INIT, progress 0, created_at now, token counts 0) and returns its id.
@@ -142,56 +234,70 @@ class Store {
   /// Inserts all `logs` in one transaction (all or none).
   virtual void InsertJobLogs(const std::vector<JobLog>& logs) = 0;
 
-  /// Kernel rows matching `query`, oldest first, each with the requested columns plus "job_status" (the
-  /// status of the row's job, or null). JSON columns come back parsed. Throws kf::Error(kInvalidArgument)
-  /// for an unknown column name.
+  /// Kernel rows matching `query`, in its order (default: oldest first), each with the requested columns
+  /// plus "job_status" (the status of the row's job, or null). JSON columns come back parsed. Throws
+  /// kf::Error(kInvalidArgument) for an unknown column name, a negative limit/offset, or last_n combined
+  /// with limit/offset.
   virtual std::vector<Json> ListKernels(const KernelQuery& query) = 0;
+
+  /// Number of kernel rows matching the filters of `query` (its last_n, limit, offset and order ignored).
+  virtual int64_t CountKernels(const KernelQuery& query) = 0;
+
+  /// The `kernels` row `id` with every column plus "job_status" and "kf_status"; nullopt when none.
+  virtual std::optional<Json> GetKernel(int64_t id) = 0;
+
+  /// Jobs matching `query`, newest first: every jobs column plus "task_name" (of the job's stored task, or
+  /// null) and "kernels" (its number of kernels rows). Throws kf::Error(kInvalidArgument) for a negative
+  /// limit/offset.
+  virtual std::vector<Json> ListJobs(const JobQuery& query) = 0;
+
+  /// Number of jobs matching the filters of `query` (limit and offset ignored).
+  virtual int64_t CountJobs(const JobQuery& query) = 0;
+
+  /// The `job_logs` rows of job `job_id`, oldest first, every column (extra parsed); empty when none.
+  virtual std::vector<Json> ListJobLogs(int64_t job_id) = 0;
+
+  /// One summary per distinct kernels.task_name, ordered by task_name.
+  virtual std::vector<TaskSummary> ListTaskSummaries() = 0;
+
+  /// The kernels of one task for plots (see HistoryQuery), oldest first. Throws kf::Error(kInvalidArgument)
+  /// for a negative limit.
+  virtual std::vector<KernelPoint> KernelHistory(const HistoryQuery& query) = 0;
 
   /// The `jobs` row `id` with every column. Throws kf::Error(kNotFound) for an unknown id.
   virtual Json GetJob(int64_t id) = 0;
 
   /// The `tasks` row `id`, or nullopt when there is none.
   virtual std::optional<Json> GetTask(const std::string& id) = 0;
+
+  /// Where the data lives, safe to print: the SQLite file path or the redacted PostgreSQL URL.
+  virtual std::string Describe() const = 0;
 };
 
-/// Options for SqliteStore::Open.
-struct SqliteOptions {
-  /// Open without writing: no directory, file or table is created and writes fail with kf::Error(kIO).
+/// Options of OpenStore.
+struct StoreOptions {
+  /// Open without writing: nothing (directory, file, database, table, index) is created and writes fail
+  /// with kf::Error(kIO).
   bool read_only = false;
-  /// How long a write waits for another writer's lock before failing with kf::Error(kIO).
+  /// How long a write waits for another writer's lock before failing with kf::Error(kIO) (SQLite's busy
+  /// timeout; PostgreSQL's lock_timeout and, in whole seconds, at least 1, its connect_timeout).
   std::chrono::milliseconds busy_timeout{10000};
 };
 
-/// The SQLite backend.
-class SqliteStore final : public Store {
- public:
-  /// Opens (creating the parent directories, the file and any missing table unless read_only) the
-  /// database at `path` in WAL mode, then checks every table: a missing table or column, or a column whose
-  /// declared type has another affinity, throws kf::Error(kInvalidArgument) naming "table.column" and
-  /// saying the database file is stale. A missing file with read_only throws kf::Error(kNotFound); a file
-  /// that is not a SQLite database throws kf::Error(kParse); other failures kf::Error(kIO).
-  static std::unique_ptr<SqliteStore> Open(const std::filesystem::path& path, const SqliteOptions& options = {});
-
-  ~SqliteStore() override;
-  SqliteStore(const SqliteStore&) = delete;
-  SqliteStore& operator=(const SqliteStore&) = delete;
-
-  bool InsertTask(const Json& row) override;
-  int64_t CreateJob(const std::string& task_origin, const Json& config) override;
-  [[nodiscard]] JobUpdateOutcome UpdateJob(int64_t id, const JobUpdate& update) override;
-  int64_t InsertKernel(const Json& row) override;
-  void InsertJobLogs(const std::vector<JobLog>& logs) override;
-  std::vector<Json> ListKernels(const KernelQuery& query) override;
-  Json GetJob(int64_t id) override;
-  std::optional<Json> GetTask(const std::string& id) override;
-
-  /// The database file.
-  const std::filesystem::path& path() const;
-
- private:
-  struct Impl;
-  explicit SqliteStore(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
-};
+/// Opens the store named by `url`:
+///  * a plain path (no "scheme://"), "sqlite:///relative/path" or "sqlite:////absolute/path": a SQLite file.
+///    Unless read_only the parent directories, the file and missing tables are created; it runs in WAL
+///    mode. A missing file with read_only throws kf::Error(kNotFound); a file that is not a SQLite database
+///    kf::Error(kParse).
+///  * "postgresql://user[:password]@host[:port]/db[?param=value…]" (also "postgres://" and SQLAlchemy's
+///    "postgresql+driver://"): a PostgreSQL database through libpq (the query takes libpq's parameters,
+///    e.g. sslmode). Unless read_only, a missing database is created when the user may, and missing tables
+///    are created. A connection or authentication failure throws kf::Error(kIO); a missing database with
+///    read_only kf::Error(kNotFound).
+/// Then every table is checked: a missing table or column, or a column declared with another type, throws
+/// kf::Error(kInvalidArgument) naming "table.column" and saying the database is stale. An unknown scheme or
+/// a malformed URL throws kf::Error(kInvalidArgument) naming the (redacted) value; a postgresql:// URL in a
+/// build without libpq throws kf::Error(kUnsupported).
+std::unique_ptr<Store> OpenStore(const std::string& url, const StoreOptions& options = {});
 
 }  // namespace kf

@@ -13,6 +13,11 @@ relative to task.py ("TestX::test_a[512]"); ``status`` is passed, failed, skippe
 or teardown is an error; an xfail counts as skipped). A run that ends before its session finishes writes
 nothing, and kf judges it a test error.
 
+Paired mode (``--kf-paired``, with ``--kf-paired-options JSON``): performance tests run once per side (the
+session fixture ``use_reference`` is parametrised) and each measurement is timed against the reference's in this
+process (kernelfoundry.paired). The report then also carries ``paired`` ({nodeid: record}),
+``reference_runtimes``, ``reference_tests`` and ``conditions``; ``runtimes`` holds the candidate's per-round ms.
+
 Runtimes file (written at session end, temp + rename, also when empty): ``{nodeid: [ms, …]}``, e.g.
 ``{"task.py::TestX::test_bench[1024]": [0.41, 0.40, …]}``, one per-call average in milliseconds per timed
 trial. A test that requests a measurement fixture but never measures fails at teardown (B18) instead of
@@ -36,6 +41,7 @@ from typing import Any, Callable
 import pytest
 
 from . import measure as _measure
+from . import paired as _paired
 from . import profilers as _profilers
 from .build_target import write_json_atomic as _write_json_atomic
 from .templates import get_runtime_params_from_argv, parse_runtime_params, parse_template_params
@@ -44,6 +50,7 @@ __all__ = [
     "pytest_addoption", "pytest_configure", "pytest_runtest_makereport", "pytest_sessionfinish",
     "pytest_sessionstart", "pytest_runtest_logreport", "pytest_collectreport",
     "use_reference", "profile_store", "profiler_test_label", "measure_runtime", "measure_runtime_torch",
+    "pytest_generate_tests", "pytest_collection_finish",
     "torch_profile", "template_params", "template_args_wrapper", "runtime_params", "cleanup",
     "_kf_measurements", "get_runtime_params_from_argv", "MEASURE_OPTIONS_ENV",
 ]
@@ -55,7 +62,14 @@ _ENV_OPTION_KEYS = {
     "reduce_iterations_for_external_profiler": bool,
 }
 
+# Captured at import, before any candidate code runs: later patches of these names do not reach the plugin.
+_MEASURE_RUNTIME = _measure.measure_runtime
+_MEASURE_RUNTIME_TORCH = _measure.measure_runtime_torch
+_TORCH_SYNC = _measure._torch_sync
+_os_write, _os_close, _json_dumps = os.write, os.close, json.dumps
+
 _STORE = pytest.StashKey[dict]()
+_PAIRED = pytest.StashKey[dict]()
 _OUTCOMES = pytest.StashKey[dict]()
 _STARTED = pytest.StashKey[float]()
 _MEASURE_DEFAULTS = pytest.StashKey[dict]()
@@ -77,6 +91,10 @@ def pytest_addoption(parser):
                     help="runtime hyperparameters as a JSON object")
     group.addoption("--kf-result-fd", dest="kf_result_fd", type=int, default=None, metavar="N",
                     help="write the run's result report (JSON) to the inherited file descriptor N at session end")
+    group.addoption("--kf-paired", dest="kf_paired", action="store_true", default=False,
+                    help="time each performance test's candidate against its reference in this process")
+    group.addoption("--kf-paired-options", dest="kf_paired_options", default=None, metavar="JSON",
+                    help="paired timing options (kernelfoundry.paired.DEFAULTS keys)")
 
 
 def _measure_defaults_from_env() -> dict:
@@ -104,6 +122,7 @@ def pytest_configure(config):
     if hasattr(config.option, "log_cli_level") and config.option.log_cli_level is None:
         config.option.log_cli_level = "INFO"
     config.stash.setdefault(_STORE, {})
+    config.stash[_PAIRED] = _paired_state(config)
     config.stash[_OUTCOMES] = {}
     config.stash[_STARTED] = time.monotonic()
     config.stash[_MEASURE_DEFAULTS] = _measure_defaults_from_env()
@@ -129,7 +148,13 @@ def _relative_id(nodeid: str) -> str:
 
 
 def _record(config, nodeid: str, kind: str, status: str, message: str) -> None:
-    outcomes = config.stash.setdefault(_OUTCOMES, {})
+    side = _side_of(nodeid)
+    if side is not None:  # paired mode: the reference side's outcomes are kept apart, under the plain id
+        state = config.stash[_PAIRED]
+        outcomes = state["reference_outcomes"] if side else config.stash.setdefault(_OUTCOMES, {})
+        nodeid = _pair_key(nodeid)
+    else:
+        outcomes = config.stash.setdefault(_OUTCOMES, {})
     entry = outcomes.setdefault(nodeid, {"name": _relative_id(nodeid), "kind": kind, "status": status,
                                          "message": message})
     # Worst wins: error (setup/teardown) > failed > skipped > passed.
@@ -196,14 +221,21 @@ def _write_result_report(session, exitstatus) -> None:
         "elapsed_ms": (time.monotonic() - session.config.stash.get(_STARTED, time.monotonic())) * 1000.0,
         "exitstatus": int(exitstatus),
     }
-    data = json.dumps(doc, allow_nan=False, default=str).encode("utf-8")
+    state = session.config.stash.get(_PAIRED, None)
+    if state and state["enabled"]:
+        _finish_unpaired(state, session.config.stash.setdefault(_STORE, {}))
+        doc["paired"] = state["records"]
+        doc["reference_runtimes"] = state["reference_runtimes"]
+        doc["reference_tests"] = list(state["reference_outcomes"].values())
+        doc["conditions"] = _conditions()
+    data = _json_dumps(doc, allow_nan=False, default=str).encode("utf-8")
     try:
         view = memoryview(data)
         while view:
-            written = os.write(fd, view)
+            written = _os_write(fd, view)
             view = view[written:]
     finally:
-        os.close(fd)
+        _os_close(fd)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -219,8 +251,10 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture(scope="session")
-def use_reference(pytestconfig) -> bool:
-    """True when the run tests the reference (``--ref``)."""
+def use_reference(request, pytestconfig) -> bool:
+    """True when the run tests the reference (``--ref``); in paired mode, the side this test instance runs."""
+    if hasattr(request, "param"):
+        return bool(request.param)
     return bool(pytestconfig.getoption("ref"))
 
 
@@ -250,7 +284,8 @@ def _kf_measurements(request, profile_store):
     yield samples
     nodeid = request.node.nodeid
     if samples:
-        profile_store.setdefault(nodeid, []).extend(samples)
+        if not _is_paired_item(request):  # paired items store their pair's record instead
+            profile_store.setdefault(nodeid, []).extend(samples)
         return
     report = request.node.stash.get(_CALL_REPORT, None)
     if report is not None and report.passed:
@@ -279,22 +314,159 @@ def _defaults(request) -> dict:
 @pytest.fixture
 def measure_runtime(request, _kf_measurements) -> Callable:
     """``measure_runtime(target, sync_fn, args=None, kwargs=None, **options)`` (kernelfoundry.measure), with
-    the samples recorded under this test's node id."""
-    return _bind(_measure.measure_runtime, _kf_measurements, _defaults(request))
+    the samples recorded under this test's node id. In paired mode: the call is captured and timed against the
+    reference's (kernelfoundry.paired)."""
+    if _is_paired_item(request):
+        return _capture_fn(request, _kf_measurements, lambda sync_fn: sync_fn)
+    return _bind(_MEASURE_RUNTIME, _kf_measurements, _defaults(request))
 
 
 @pytest.fixture
 def measure_runtime_torch(request, _kf_measurements) -> Callable:
     """``measure_runtime_torch(target, device, args=None, kwargs=None, **options)``: torch device
     synchronisation (CUDA/XPU; no-op on the CPU), samples recorded under this test's node id."""
-    return _bind(_measure.measure_runtime_torch, _kf_measurements, _defaults(request))
+    if _is_paired_item(request):
+        return _capture_fn(request, _kf_measurements, _TORCH_SYNC)
+    return _bind(_MEASURE_RUNTIME_TORCH, _kf_measurements, _defaults(request))
 
 
 @pytest.fixture
 def torch_profile(request, _kf_measurements) -> Callable:
     """Deprecated alias of measure_runtime_torch."""
     warnings.warn("the torch_profile fixture is deprecated; use measure_runtime_torch", DeprecationWarning)
-    return _bind(_measure.measure_runtime_torch, _kf_measurements, _defaults(request))
+    if _is_paired_item(request):
+        return _capture_fn(request, _kf_measurements, _TORCH_SYNC)
+    return _bind(_MEASURE_RUNTIME_TORCH, _kf_measurements, _defaults(request))
+
+
+# ---- paired mode (kernelfoundry.paired) ----
+
+_SIDE_IDS = ("kf-candidate", "kf-reference")
+
+
+def _paired_state(config) -> dict:
+    options = dict(_paired.DEFAULTS)
+    text = config.getoption("kf_paired_options", None)
+    if text:
+        try:
+            given = json.loads(text)
+        except ValueError as e:
+            raise pytest.UsageError(f"--kf-paired-options: not valid JSON ({e})") from None
+        unknown = sorted(set(given) - set(options))
+        if not isinstance(given, dict) or unknown:
+            raise pytest.UsageError(f"--kf-paired-options: unknown option(s) {unknown} "
+                                    f"(expected some of {sorted(options)})")
+        options.update(given)
+    return {"enabled": bool(config.getoption("kf_paired", False)), "options": options, "captures": {},
+            "records": {}, "reference_runtimes": {}, "reference_outcomes": {}}
+
+
+def _side_of(nodeid: str):
+    """0 for the candidate side, 1 for the reference side of a paired item, None otherwise."""
+    if "[" not in nodeid:
+        return None
+    params = nodeid[nodeid.rindex("[") + 1:-1].split("-")
+    for i, side in enumerate(_SIDE_IDS):
+        name = side.split("-")
+        for j in range(len(params) - 1):
+            if params[j:j + 2] == name:
+                return i
+    return None
+
+
+def _pair_key(nodeid: str) -> str:
+    """The plain node id of a paired item: our side id removed ("t[4-kf-candidate]" -> "t[4]")."""
+    head, _, params = nodeid.rpartition("[")
+    parts = params[:-1].split("-")
+    for side in _SIDE_IDS:
+        name = side.split("-")
+        for j in range(len(parts) - 1):
+            if parts[j:j + 2] == name:
+                del parts[j:j + 2]
+                break
+    return f"{head}[{'-'.join(parts)}]" if parts else head
+
+
+def pytest_generate_tests(metafunc):
+    state = metafunc.config.stash.get(_PAIRED, None)
+    if not state or not state["enabled"] or "use_reference" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("performance") is None:
+        return
+    metafunc.parametrize("use_reference", [False, True], ids=list(_SIDE_IDS), indirect=True, scope="session")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session):
+    # The task module (and torch) are imported now; candidate code is not yet (it loads in fixtures).
+    _paired.TORCH.capture()
+    threads = os.environ.get("KF_THREADS")
+    if threads and _paired.TORCH.mod is not None:
+        _paired.TORCH.mod.set_num_threads(int(threads))
+
+
+def _is_paired_item(request) -> bool:
+    state = request.config.stash.get(_PAIRED, None)
+    return bool(state and state["enabled"] and _side_of(request.node.nodeid) is not None)
+
+
+def _capture_fn(request, samples: list, sync_for: Callable) -> Callable:
+    """The measurement function of a paired item: captures the call; the reference side times the pair."""
+    state = request.config.stash[_PAIRED]
+    side = _side_of(request.node.nodeid)
+    key = _pair_key(request.node.nodeid)
+    calls = [0]
+
+    def capture(target: Callable, sync_or_device: Any = None, args: Any = None, kwargs: Any = None,
+                **options: Any) -> list:
+        options.pop("output", None)
+        index = calls[0]
+        calls[0] += 1
+        args = () if args is None else args if isinstance(args, tuple) else (args,)
+        got = _paired.Capture(target, sync_for(sync_or_device), args, dict(kwargs or {}), options)
+        slot = state["captures"].setdefault((key, index), [None, None])
+        slot[side] = got
+        samples.append(0.0)  # measured (B18): the runtimes go to the store from the pair's record
+        if side == 0 or slot[0] is None:
+            return []
+        record = _paired.measure_pair(slot[0], got, state["options"])
+        state["captures"].pop((key, index))
+        _store_record(state, request.config.stash.setdefault(_STORE, {}), key, record)
+        return list(record.get("reference_ms", []))
+
+    return capture
+
+
+def _store_record(state: dict, store: dict, key: str, record: dict) -> None:
+    if key in state["records"]:  # a second measurement in the same test: kept beside the first
+        state["records"][key].setdefault("more", []).append(record)
+    else:
+        state["records"][key] = record
+    store.setdefault(key, []).extend(record.get("candidate_ms", []))
+    if record.get("reference_ms"):
+        state["reference_runtimes"].setdefault(key, []).extend(record["reference_ms"])
+
+
+def _finish_unpaired(state: dict, store: dict) -> None:
+    """Candidate captures whose reference side never measured: timed alone, and said so."""
+    for (key, _), (cand, ref) in list(state["captures"].items()):
+        if cand is not None:
+            why = "the reference's run of this benchmark did not measure (it failed or was skipped)"
+            try:
+                _store_record(state, store, key, _paired.unpaired_record(cand, state["options"], why))
+            except Exception as e:  # the candidate's own failure: no runtimes for it
+                state["records"][key] = {"paired": False, "status": "error", "detail": f"{type(e).__name__}: {e}"}
+    state["captures"].clear()
+
+
+def _conditions() -> dict:
+    torch = _paired.TORCH.mod
+    return {
+        "threads": torch.get_num_threads() if torch is not None else None,
+        "env": {k: os.environ.get(k) for k in ("KF_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
+                                                "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_",
+                                                "MALLOC_TRIM_THRESHOLD_")},
+    }
 
 
 @pytest.fixture(scope="session")

@@ -118,8 +118,11 @@ py::dict StatsDict(const kf::TimingStats& s) {
 
 }  // namespace
 
+void RegisterPaired(py::module_& m);  // measure_paired.cc
+
 PYBIND11_MODULE(_measure, m) {
   m.doc() = "KernelFoundry's C++ timing loop and timing statistics (see include/kernelfoundry/measure.hpp).";
+  RegisterPaired(m);
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

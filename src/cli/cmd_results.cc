@@ -1,9 +1,12 @@
-// kf results — lists stored evaluations: rows of the `kernels` table with the status of their job.
+// kf results — lists stored evaluations: rows of the `kernels` table with the status of their job, our
+// detailed status (kf_status, e.g. value_mismatch; "-" for rows the reference wrote) beside the
+// reference-compatible one.
 //
-//   kf results [--db PATH] [--task NAME] [--job ID] [--last N] [--json] [--all-columns]
+//   kf results [--db PATH|URL] [--task NAME] [--job ID] [--last N] [--json] [--all-columns]
 //
-// The database is --db, else $KF_DB, else runs/kernels.sqlite3 (relative to the current directory). It is
-// opened read-only; a missing file is a kNotFound error (exit 4).
+// The database is --db, else $KF_DB, else runs/kernels.sqlite3 (relative to the current directory): a SQLite
+// path, sqlite:///path or postgresql://user@host:port/db (kf::OpenStore). It is opened read-only; a missing
+// database is a kNotFound error (exit 4).
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -14,6 +17,8 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/run_common.hpp"
+#include "cli/text_table.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/store.hpp"
 
@@ -31,7 +36,7 @@ struct ResultsOptions {
 
 /// Columns of --json (without --all-columns); job_status is added by ListKernels.
 const std::vector<std::string> kJsonColumns = {
-    "id",      "timestamp", "uuid",  "task_name", "task_id", "job_id",  "status", "score",
+    "id",      "timestamp", "uuid",  "task_name", "task_id",   "job_id",  "status", "kf_status", "score",
     "runtime", "improve_over_native", "improve_over_compile", "gpu_arch", "runtime_stats"};
 
 std::string Cell(const Json& v) {
@@ -57,50 +62,50 @@ std::string ShortTime(const Json& v) {
 }
 
 void PrintTable(const std::vector<Json>& rows) {
-  const std::vector<std::string> header = {"id",     "timestamp (UTC)", "task_name", "job_id",         "job_status",
-                                           "status", "score",           "runtime_ms", "speedup",       "gpu_arch"};
-  const std::vector<bool> right = {true, false, false, true, false, false, true, true, true, false};
-  std::vector<std::vector<std::string>> cells;
+  using A = TextTable::Align;
+  TextTable table({{"id", A::kRight},
+                   {"timestamp (UTC)", A::kLeft},
+                   {"task_name", A::kLeft},
+                   {"job_id", A::kRight},
+                   {"job_status", A::kLeft},
+                   {"kf_status", A::kLeft},
+                   {"ref_status", A::kLeft},
+                   {"score", A::kRight},
+                   {"runtime_ms", A::kRight},
+                   {"speedup", A::kRight},
+                   {"gpu_arch", A::kLeft}});
   for (const auto& r : rows) {
-    cells.push_back({Cell(r["id"]), ShortTime(r["timestamp"]), Cell(r["task_name"]), Cell(r["job_id"]),
-                     Cell(r["job_status"]), Cell(r["status"]), Cell(r["score"]), Number(r["runtime"], "{:.4g}"),
-                     Number(r["improve_over_native"], "{:.3g}x", true), Cell(r["gpu_arch"])});
+    table.AddRow({Cell(r["id"]), ShortTime(r["timestamp"]), Cell(r["task_name"]), Cell(r["job_id"]),
+                  Cell(r["job_status"]), Cell(r["kf_status"]), Cell(r["status"]), Cell(r["score"]),
+                  Number(r["runtime"], "{:.4g}"), Number(r["improve_over_native"], "{:.3g}x", true),
+                  Cell(r["gpu_arch"])});
   }
-  std::vector<size_t> width(header.size());
-  for (size_t i = 0; i < header.size(); ++i) {
-    width[i] = header[i].size();
-    for (const auto& row : cells) width[i] = std::max(width[i], row[i].size());
-  }
-  auto line = [&](const std::vector<std::string>& row) {
-    std::string out;
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (i) out += "  ";
-      out += right[i] ? fmt::format("{:>{}}", row[i], width[i]) : fmt::format("{:<{}}", row[i], width[i]);
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    std::puts(out.c_str());
-  };
-  line(header);
-  for (const auto& row : cells) line(row);
+  std::fputs(table.Render().c_str(), stdout);
   if (rows.empty()) std::puts("(no stored evaluations match)");
 }
 
 int RunResults(const ResultsOptions& opts) {
-  std::filesystem::path path = opts.db.empty() ? DefaultDbPath() : std::filesystem::path(opts.db);
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw Error(ErrorKind::kNotFound,
-                "no results database (run `kf run` first, or pass --db PATH or set KF_DB)", path.string());
+  if (opts.last < 0) {
+    throw Error(ErrorKind::kInvalidArgument, fmt::format("must be 0 (all) or a positive number, got {}", opts.last),
+                {}, "--last");
   }
-  auto store = SqliteStore::Open(path, SqliteOptions{.read_only = true});
+  std::string url = StoreUrlOf(opts.db);
+  std::unique_ptr<Store> store;
+  try {
+    store = OpenStore(url, StoreOptions{.read_only = true});
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kNotFound) throw;
+    throw Error(ErrorKind::kNotFound,
+                "no results database (run `kf run` first, or pass --db PATH or set KF_DB): " + e.message(), e.file());
+  }
   KernelQuery query;
   if (!opts.task.empty()) query.task_name = opts.task;
   query.job_id = opts.job;
   query.last_n = opts.last;
   if (opts.json && !opts.all_columns) query.columns = kJsonColumns;
   if (!opts.json) {
-    query.columns = {"id", "timestamp", "task_name", "job_id", "status", "score", "runtime", "improve_over_native",
-                     "gpu_arch"};
+    query.columns = {"id",    "timestamp", "task_name", "job_id", "status", "kf_status",
+                     "score", "runtime",   "improve_over_native", "gpu_arch"};
   }
   std::vector<Json> rows = store->ListKernels(query);
   if (opts.json) {
@@ -119,12 +124,12 @@ KF_REGISTER_COMMAND("results", [](CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<ResultsOptions>();
   CLI::App* cmd = app.add_subcommand(
       "results", "List stored evaluations (kernels rows with their job status), newest last");
-  cmd->add_option("--db", opts->db, "Results database (default: $KF_DB, else runs/kernels.sqlite3)");
+  cmd->add_option("--db", opts->db,
+                  "Results database: a SQLite path, sqlite:///path or postgresql://user@host:port/db "
+                  "(default: $KF_DB, else runs/kernels.sqlite3)");
   cmd->add_option("--task", opts->task, "Only evaluations of this task_name");
   cmd->add_option("--job", opts->job, "Only evaluations of this job id");
-  cmd->add_option("--last", opts->last, "Only the newest N evaluations; 0 = all")
-      ->default_val(20)
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--last", opts->last, "Only the newest N evaluations; 0 = all")->default_val(20);
   cmd->add_flag("--json", opts->json, "Print the rows as a JSON array instead of a table");
   cmd->add_flag("--all-columns", opts->all_columns, "With --json: every kernels column (code, logs, profiles)");
   cmd->callback([opts, exit_code]() { *exit_code = RunResults(*opts); });

@@ -1,28 +1,31 @@
 // kf run — evaluates one candidate end to end: its EVOLVE code is put into the task, the candidate and the
 // reference are built and tested (correctness, then performance), the result is scored and stored.
 //
-//   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH]
+//   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH|URL]
 //               [--no-store] [--json OUT] [--keep-workdir] [-v]
 //
-// TASK is a package directory, an archive or an encoded task (*.json). --candidate FILE holds the new
+// TASK is a package directory, an archive or an encoded task (*.json), loaded by kf::LoadTaskForRun (its
+// overrides.yml wins over config.yaml). --candidate FILE holds the new
 // EVOLVE content (the shorthand update, needs exactly one EVOLVE block); --blocks holds the full update
 // {KEY: {path: [content]}} (or {KEY: content}); with neither, the task's own EVOLVE code is evaluated.
 // Progress lines go to stderr; the verdict table to stdout. A job row (INIT -> RUN -> COMPLETE/FAIL), the
-// tasks row, one kernels row and the process logs are written to --db (default $KF_DB, else
-// runs/kernels.sqlite3) unless --no-store. --json OUT ("-" = stdout) writes the whole evaluation.
+// tasks row, one kernels row and the process logs are written to --db (kf::OpenStore: a SQLite path or a
+// postgresql:// URL; default $KF_DB, else runs/kernels.sqlite3) unless --no-store; a job CANCELED meanwhile
+// stops the evaluation. --json OUT ("-" = stdout) writes the whole evaluation (kf::EvaluationDocument).
 // Exit 0 when the candidate is correct (perf_score 5), 1 when the verdict is negative, other codes
 // (exit_codes.hpp) when the input is unusable.
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "cli/command.hpp"
-#include "cli/exit_codes.hpp"
+#include "cli/console_reporter.hpp"
+#include "cli/json_reporter.hpp"
 #include "cli/load_task.hpp"
 #include "cli/run_common.hpp"
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/record.hpp"
 
 namespace kf::cli {
 namespace {
@@ -47,54 +50,22 @@ std::optional<BlockUpdate> ReadCandidate(const RunOptions& o) {
 }
 
 int RunRun(const RunOptions& o) {
-  LoadedTask loaded = LoadTask(o.task, /*discover_tests=*/true);
-  loaded.task.Validate(HarnessTaskKinds());
-  // Merge precedence of the reference's driver: task config < overrides.yml (spec §1.5).
-  const Json& meta = loaded.metadata;
-  if (meta.is_object() && meta.contains("overrides") && meta["overrides"].is_object()) {
-    loaded.task.ApplyConfig(MergeConfig(loaded.task.config, meta["overrides"]));
-  }
-  std::optional<BlockUpdate> candidate = ReadCandidate(o);
-
-  EvaluateOptions eo;
-  if (!o.gpu_arch.empty()) eo.gpu_arch = o.gpu_arch;
-  eo.test_reference = !o.no_reference;
-  eo.keep_workdir = o.keep_workdir;
-  eo.progress = StderrProgress();
-  if (o.verbose) {
-    eo.on_output_line = [](bool is_stderr, const std::string& line) {
-      std::fprintf(stderr, "  %s %s\n", is_stderr ? "!" : "|", line.c_str());
-    };
-  }
-  auto run = [&] { return Evaluate(loaded.task, candidate, eo); };
-
-  Evaluation ev;
-  std::optional<RecordedRun> recorded;
-  std::string db = o.db.empty() ? DefaultDbPath().string() : o.db;
-  if (o.no_store) {
-    ev = run();
-  } else {
-    std::unique_ptr<SqliteStore> store = SqliteStore::Open(db);
-    recorded = RecordRun(*store, loaded.task, /*validate=*/false, run, &ev);
-  }
+  TaskForRun loaded = LoadTaskForRunArg(o.task);
+  RunRequest request;
+  request.candidate = ReadCandidate(o);
+  if (!o.gpu_arch.empty()) request.options.gpu_arch = o.gpu_arch;
+  request.options.test_reference = !o.no_reference;
+  request.options.keep_workdir = o.keep_workdir;
+  request.output_lines = o.verbose;
+  request.store = !o.no_store;
+  request.db = o.db;
 
   // With --json - stdout carries only the JSON document; the human summary goes to stderr.
-  std::FILE* human = o.json == "-" ? stderr : stdout;
-  PrintVerdict(ev, human);
-  if (recorded) {
-    std::fprintf(human, "stored: job %lld, kernel %s in %s\n", static_cast<long long>(recorded->job_id),
-                recorded->kernel_uuid.c_str(), db.c_str());
-  }
-  for (const auto& dir : ev.kept_dirs) std::fprintf(stderr, "kf: kept work dir %s\n", dir.c_str());
-  if (!o.json.empty()) {
-    std::string text = DumpJson(EvaluationJson(ev, recorded, db), 2) + "\n";
-    if (o.json == "-") {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    } else {
-      WriteFileAtomic(o.json, text);
-    }
-  }
-  return IsCorrectVerdict(ev.result) ? kExitOk : kExitVerdictFailed;
+  ConsoleReporter console({.progress = stderr, .verdict = o.json == "-" ? stderr : stdout});
+  std::optional<JsonReporter> json;
+  if (!o.json.empty()) json.emplace(o.json);
+  ReporterList reporters({&console, json ? &*json : nullptr});
+  return RunAndReport(loaded.task, std::move(request), reporters);
 }
 
 }  // namespace
@@ -109,7 +80,9 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cand->excludes(blocks);
   cmd->add_option("--gpu-arch", o->gpu_arch, "Override config gpu_arch (comma list = several archs)");
   cmd->add_flag("--no-reference", o->no_reference, "Do not build/test the reference (no speedup)");
-  cmd->add_option("--db", o->db, "SQLite results database (default $KF_DB, else runs/kernels.sqlite3)");
+  cmd->add_option("--db", o->db,
+                  "Results database: a SQLite path, sqlite:///path or postgresql://user@host:port/db "
+                  "(default $KF_DB, else runs/kernels.sqlite3)");
   cmd->add_flag("--no-store", o->no_store, "Do not write to the database");
   cmd->add_option("--json", o->json, "Write the whole evaluation as JSON to this file (- = stdout)");
   cmd->add_flag("--keep-workdir", o->keep_workdir, "Keep the kf_build_* / kf_test_* work directories");

@@ -4,17 +4,20 @@
 // (harness: native) needs build commands and its test names under config `tests`; both need an EVOLVE block,
 // task_name and job_name in the config.
 //
-//   kf validate TASK [--json] [--run [--gpu-arch A] [--db PATH] [--no-store] [--keep-workdir]]
+//   kf validate TASK [--json] [--run [--gpu-arch A] [--db PATH|URL] [--no-store] [--keep-workdir]]
 // Exit 0 when valid, 3 when invalid (problems on stdout), other codes for unreadable input.
 //
-// --run: after ValidateStructure() reported no problem, RunReferenceCheck (cli/run_common.hpp) builds and
-// tests the reference (`--ref`) and reports pass/fail: exit 0 when it passes its own tests, 1 otherwise.
+// --run: after ValidateStructure() reported no problem, the task is loaded as `kf run` loads it
+// (kf::LoadTaskForRun: overrides.yml applied) and its reference alone is built and tested (`--ref`,
+// RunAndReport in cli/run_common.hpp); the job goes INIT -> VALIDATING -> VALIDATED. Exit 0 when the reference
+// passes its own tests, 1 otherwise. With --json the run's lines go to stderr (stdout stays JSON).
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/console_reporter.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/load_task.hpp"
 #include "cli/run_common.hpp"
@@ -25,9 +28,32 @@ namespace {
 struct ValidateOptions {
   std::string task;
   bool json = false;
-  bool run = false;           // --run: also build and test the reference (RunReferenceCheck, run_common.hpp)
-  ValidateRunOptions run_options;
+  bool run = false;  // --run: also build and test the reference
+  std::string gpu_arch;
+  bool keep_workdir = false;
+  std::string db;
+  bool store = true;
 };
+
+// `--run`: the reference's own correctness and performance run, recorded as a VALIDATED job. The task is
+// loaded again as `kf run` loads it; stdin ("-", an encoded task: no overrides) cannot be read twice, so the
+// task the structure check read is used.
+int RunReferenceCheck(const ValidateOptions& o, Task checked) {
+  TaskForRun loaded;
+  if (o.task == "-") {
+    loaded.task = std::move(checked);
+  } else {
+    loaded = LoadTaskForRunArg(o.task);
+  }
+  RunRequest request;
+  if (!o.gpu_arch.empty()) request.options.gpu_arch = o.gpu_arch;
+  request.options.keep_workdir = o.keep_workdir;
+  request.reference_check = true;
+  request.store = o.store;
+  request.db = o.db;
+  ConsoleReporter console({.progress = stderr, .verdict = o.json ? stderr : stdout, .reference_check = true});
+  return RunAndReport(loaded.task, std::move(request), console);
+}
 
 // The package kind and the structural checks that apply to it (Task::Problems implements them).
 struct Kind {
@@ -70,7 +96,7 @@ int RunValidate(const ValidateOptions& o) {
     for (const std::string& p : problems) std::printf("  - %s\n", p.c_str());
   }
   if (!problems.empty()) return kExitBadInput;
-  if (o.run) return RunReferenceCheck(task, o.run_options);
+  if (o.run) return RunReferenceCheck(o, std::move(task));
   return kExitOk;
 }
 
@@ -83,10 +109,12 @@ KF_REGISTER_COMMAND("validate", [](CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_flag("--json", o->json, "Print {\"task\", \"valid\", \"problems\"} as JSON");
   cmd->add_flag("--run", o->run, "Also build and test the reference (--ref) and report pass/fail (exit 1 on fail)");
-  cmd->add_option("--gpu-arch", o->run_options.gpu_arch, "With --run: override config gpu_arch");
-  cmd->add_option("--db", o->run_options.db, "With --run: results database (default $KF_DB, else runs/kernels.sqlite3)");
-  cmd->add_flag("--no-store", [o](int64_t) { o->run_options.store = false; }, "With --run: do not write to the database");
-  cmd->add_flag("--keep-workdir", o->run_options.keep_workdir, "With --run: keep the work directories");
+  cmd->add_option("--gpu-arch", o->gpu_arch, "With --run: override config gpu_arch");
+  cmd->add_option("--db", o->db,
+                  "With --run: results database, a SQLite path or postgresql:// URL (default $KF_DB, else "
+                  "runs/kernels.sqlite3)");
+  cmd->add_flag("--no-store", [o](int64_t) { o->store = false; }, "With --run: do not write to the database");
+  cmd->add_flag("--keep-workdir", o->keep_workdir, "With --run: keep the work directories");
   cmd->callback([o, exit_code]() { *exit_code = RunValidate(*o); });
 });
 

@@ -22,15 +22,6 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Re-throws a kf::Error with its file placed under the TASK argument ("pkg/config.yaml").
-[[noreturn]] void RethrowUnder(const Error& e, const std::string& arg) {
-  std::string file = e.file();
-  if (file.empty() || file == "<task json>" || file == "<bytes>") file = arg;
-  else if (file != arg && file.rfind(arg, 0) != 0 && file[0] != '/' && file[0] != '<')
-    file = (std::filesystem::path(arg) / file).string();
-  throw Error(e.kind(), e.message(), file, e.field());
-}
-
 }  // namespace
 
 bool IsEncodedTaskArg(const std::string& arg) {
@@ -64,22 +55,25 @@ std::string ReadInput(const std::string& path) {
 
 LoadedTask LoadTask(const std::string& arg, bool discover_tests) {
   LoadedTask out;
-  try {
-    if (IsEncodedTaskArg(arg)) {
-      out.task = Task::DecodeFromString(ReadInput(arg), arg == "-" ? "<stdin>" : arg);
-      out.from_json = true;
-      return out;
-    }
-    std::error_code ec;
-    if (!std::filesystem::exists(arg, ec))
-      throw Error(ErrorKind::kNotFound, "no such task package (directory, archive or .json)", arg);
-    auto [task, metadata] = Task::Create(arg, CliCreateOptions(discover_tests));
-    out.task = std::move(task);
-    out.metadata = std::move(metadata);
-  } catch (const Error& e) {
-    RethrowUnder(e, arg);
+  if (arg == "-") {
+    out.task = Task::DecodeFromString(ReadInput(arg), "<stdin>");
+    out.from_json = true;
+    return out;
   }
+  LoadForRunOptions options;
+  options.discover_tests = discover_tests;
+  TaskForRun loaded = LoadTaskSource(arg, options);
+  out.task = std::move(loaded.task);
+  out.metadata = std::move(loaded.metadata);
+  out.from_json = loaded.from_json;
   return out;
+}
+
+TaskForRun LoadTaskForRunArg(const std::string& arg) {
+  if (arg != "-") return LoadTaskForRun(arg);
+  LoadForRunOptions options;
+  options.json_source = "<stdin>";
+  return LoadTaskForRun(ReadInput(arg), options);
 }
 
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes) {

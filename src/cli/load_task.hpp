@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernelfoundry/memory_file_map.hpp"
+#include "kernelfoundry/record.hpp"
 #include "kernelfoundry/task.hpp"
 
 namespace kf::cli {
@@ -25,10 +26,15 @@ bool IsEncodedTaskArg(const std::string& arg);
 /// TaskCreateOptions for the CLI: the pytest collector with the default cache, or no discovery.
 TaskCreateOptions CliCreateOptions(bool discover_tests);
 
-/// Loads TASK: a package directory, an archive (zip/tar[.gz|.bz2|.xz]), or an encoded task (*.json or "-").
-/// Test discovery runs only for packages and only when `discover_tests`. Errors are kf::Error whose file is
-/// prefixed with `arg` ("pkg/config.yaml: ...").
+/// Loads TASK without validating it (kf::LoadTaskSource; "-" = an encoded task on stdin): a package
+/// directory, an archive (zip/tar[.gz|.bz2|.xz]), or an encoded task (*.json or "-"). Test discovery runs
+/// only for packages and only when `discover_tests`. Errors are kf::Error whose file is prefixed with `arg`
+/// ("pkg/config.yaml: ...").
 LoadedTask LoadTask(const std::string& arg, bool discover_tests);
+
+/// TASK as `kf run` and `kf validate --run` evaluate it: kf::LoadTaskForRun (create, validate, overrides.yml
+/// merged), "-" reading an encoded task from stdin.
+TaskForRun LoadTaskForRunArg(const std::string& arg);
 
 /// Reads a whole file ("-" = stdin). Throws kf::Error(kNotFound / kIO) naming it.
 std::string ReadInput(const std::string& path);

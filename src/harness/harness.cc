@@ -18,6 +18,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/pytest_summary.hpp"
 #include "kernelfoundry/test_discovery.hpp"
+#include "kernelfoundry/resources.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -69,15 +70,9 @@ EndMarker PytestEndMarker(std::chrono::milliseconds grace) {
   return m;
 }
 
-std::string TaskPython() {
-  if (const char* env = std::getenv("KF_PYTHON"); env && *env) return env;
-  return "/usr/bin/python3";
-}
+std::string TaskPython() { return TaskPythonInterpreter(); }
 
-fs::path TaskPythonPath() {
-  if (const char* env = std::getenv("KF_PYTHON_DIR"); env && *env) return env;
-  return KF_PYTHON_DIR;
-}
+fs::path TaskPythonPath() { return TaskPythonDir().path; }
 
 namespace harness_internal {
 
@@ -176,6 +171,7 @@ ProcessOptions TestProcessOptions(const TestRequest& req) {
   o.result_pipe = true;
   return o;
 }
+
 
 ProcessOptions BuildProcessOptions(const BuildRequest& req) {
   ProcessOptions o;

@@ -1,5 +1,5 @@
 // The native harness (`harness: native`): C++/OpenMP, OpenCL and CUDA tasks whose test program is built by
-// the task's own commands and speaks the SDK protocol (include/kernelfoundry/task_sdk.hpp) — no Python in
+// the task's own commands and speaks the SDK protocol (include/kernelfoundry/sdk/task_sdk.hpp) — no Python in
 // the loop. Build: config `build: [cmd, ...]` (each through /bin/sh -x, `set -e`) or `cmake: true`, with
 // KF_DEFINES / KF_GPU_ARCH / KF_NVCC / KF_NVCC_ARCH / KF_INCLUDE_DIR / KF_SDK_SOURCES / KF_BUILD_TARGET in the
 // environment; the expanded command lines are recorded in output_data {"commands": [...]}. Artifacts: config
@@ -13,6 +13,8 @@
 #include "harness/native_protocol.hpp"
 #include "harness/test_report.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/resources.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -28,7 +30,9 @@ class NativeHarness final : public Harness {
     BuildRun out;
     std::vector<std::string> commands;
     std::vector<std::string> defines;
+    TaskSdk sdk;
     try {
+      sdk = FindTaskSdk();
       defines = native::BuildtimeDefines(req.hyperparameters);
       commands = BuildCommands(defines);
     } catch (const Error& e) {
@@ -48,8 +52,8 @@ class NativeHarness final : public Harness {
     o.env_add["KF_GPU_ARCH"] = req.gpu_arch;
     o.env_add["KF_NVCC_ARCH"] = native::NvccArchFlag(req.gpu_arch);
     o.env_add["KF_NVCC"] = native::FindNvcc();
-    o.env_add["KF_INCLUDE_DIR"] = (fs::path(KF_SOURCE_DIR) / "include").string();
-    o.env_add["KF_SDK_SOURCES"] = SdkSources();
+    o.env_add["KF_INCLUDE_DIR"] = sdk.include_dir.string();
+    o.env_add["KF_SDK_SOURCES"] = SdkSources(sdk);
     o.env_add["KF_BUILD_TARGET"] = BuildTargetName(req.target);
     ProcessRun run = RunProcess(o);
     out.reason = run.reason;
@@ -132,12 +136,9 @@ class NativeHarness final : public Harness {
     return cmds;
   }
 
-  static std::string SdkSources() {
-    fs::path src = fs::path(KF_SOURCE_DIR) / "src";
+  static std::string SdkSources(const TaskSdk& sdk) {
     std::string out;
-    for (const char* f : {"measure/measure.cc", "measure/stats.cc", "measure/round.cc", "core/error.cc"}) {
-      out += (out.empty() ? "" : " ") + (src / f).string();
-    }
+    for (const fs::path& f : sdk.sources) out += (out.empty() ? "" : " ") + f.string();
     return out;
   }
 
@@ -146,7 +147,13 @@ class NativeHarness final : public Harness {
     const std::string exe = TestExecutable();
     ProcessOptions o = TestProcessOptions(req);
     o.argv = {(req.task_dir / exe).string(), "--kf-run", std::string("--kf-select=") + select};
-    if (req.variant.reference) o.argv.push_back("--kf-ref");
+    const bool paired = std::string_view(select) == "performance" && req.paired_with.has_value();
+    if (paired) {
+      o.argv.push_back("--kf-paired");
+      o.argv.push_back("--kf-paired-options=" + DumpJson(req.timing_options));
+    } else if (req.variant.reference) {
+      o.argv.push_back("--kf-ref");
+    }
     if (req.runtime_params.is_object() && !req.runtime_params.empty()) {
       o.argv.push_back("--kf-runtime-params=" + DumpJson(req.runtime_params));
     }
@@ -171,7 +178,8 @@ class NativeHarness final : public Harness {
       if (report->skipped_reason) out.result.message = JoinNotes(out.result.message, "skipped: " + *report->skipped_reason);
       if (std::string_view(select) == "performance") {
         out.verdict = RequireRuntimes(out.verdict, *report, req.expected_tests, [](const std::string& n) { return n; });
-        if (out.verdict.status == EvalStatus::kCorrect) {
+        if (paired && out.verdict.status == EvalStatus::kCorrect) FillPairedRun(*report, &out);
+        if (out.verdict.status == EvalStatus::kCorrect || out.timing.is_object()) {
           out.result.output_data = Json{{"runtimes", report->runtimes}};
         } else if (out.verdict.status == EvalStatus::kNoMeasurement) {
           out.result.returncode = -1;

@@ -1,5 +1,5 @@
-// Native harness helpers: the pytest-shaped report for the wire, buildtime defines and the gpu_arch -> nvcc
-// -arch mapping (see native_protocol.hpp and include/kernelfoundry/task_sdk.hpp).
+// Native harness protocol helpers: result-document parsing, the pytest-shaped report, buildtime defines and
+// the gpu_arch -> nvcc -arch mapping (see native_protocol.hpp and include/kernelfoundry/sdk/task_sdk.hpp).
 #include "harness/native_protocol.hpp"
 
 #include <unistd.h>

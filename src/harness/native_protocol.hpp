@@ -1,4 +1,5 @@
-// The native harness's build-input mapping (buildtime hyperparameters -> compile definitions, gpu_arch -> nvcc -arch).
+// The native harness's side of the test-program protocol (documented in include/kernelfoundry/sdk/task_sdk.hpp)
+// and the build-input mapping (buildtime hyperparameters -> compile definitions, gpu_arch -> nvcc -arch).
 // Internal to the harness module.
 #pragma once
 

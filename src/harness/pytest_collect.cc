@@ -12,6 +12,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/process.hpp"
+#include "kernelfoundry/resources.hpp"
 
 namespace kf {
 namespace {
@@ -20,7 +21,7 @@ constexpr std::string_view kPrefix = "KF_COLLECT_JSON:";
 constexpr const char* kTaskFile = "task.py";
 
 std::filesystem::path PythonDir(const PytestCollectOptions& options) {
-  return options.python_dir.empty() ? std::filesystem::path(KF_PYTHON_DIR) : options.python_dir;
+  return options.python_dir.empty() ? TaskPythonDir().path : options.python_dir;
 }
 
 std::string Trim(std::string_view s) {

@@ -129,12 +129,20 @@ class PytestHarness final : public Harness {
   }
 
  private:
-  // One pytest run of the tests selected by `marker`, judged from the plugin's report.
+  // One pytest run of the tests selected by `marker`, judged from the plugin's report. A performance run with
+  // req.paired_with runs both sides in one process (--kf-paired): the reference's runtimes and verdict come
+  // back beside the candidate's, with the timing records.
   static PhaseRun RunPytest(const TestRequest& req, const char* marker, bool performance) {
+    const bool paired = performance && req.paired_with.has_value();
     ProcessOptions o = TestProcessOptions(req);
     o.argv = {TaskPython(), "-u", "-m", "pytest", "--color=no", "-p", "no:cacheprovider", "-m", marker,
               "--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd)};
-    if (req.variant.reference) o.argv.push_back("--ref");
+    if (paired) {
+      o.argv.push_back("--kf-paired");
+      o.argv.push_back("--kf-paired-options=" + DumpJson(req.timing_options));
+    } else if (req.variant.reference) {
+      o.argv.push_back("--ref");
+    }
     if (req.variant.template_params) {
       o.argv.push_back("--is_templated");
       o.argv.push_back("--template_params=" + DumpJson(*req.variant.template_params));
@@ -160,7 +168,9 @@ class PytestHarness final : public Harness {
     }
     if (performance && report) {
       out.verdict = RequireRuntimes(out.verdict, *report, req.expected_tests, RuntimeKey);
-      if (IsCorrectFamily(out.verdict.status) && out.verdict.status == EvalStatus::kCorrect) {
+      if (paired && out.verdict.status == EvalStatus::kCorrect) FillPairedRun(*report, &out);
+      if (out.verdict.status == EvalStatus::kCorrect || out.timing.is_object()) {
+        // Measured (a paired run's integrity verdict — noisy, suspicious, … — comes with its runtimes).
         out.result.output_data = Json{{"runtimes", report->runtimes}};
       } else if (out.verdict.status == EvalStatus::kNoMeasurement) {
         out.result.returncode = -1;

@@ -163,6 +163,49 @@ Classification RequireRuntimes(Classification verdict, const TestReport& report,
           "no runtime measurement for benchmark(s): " + missing + " (measure_runtime was not called)"};
 }
 
+Classification JudgeTiming(const Json& paired_records) {
+  Classification worst{EvalStatus::kCorrect, ""};
+  if (!paired_records.is_object()) return worst;
+  for (const auto& [name, record] : paired_records.items()) {
+    const std::string status = record.is_object() ? record.value("status", std::string()) : std::string();
+    std::optional<EvalStatus> s;
+    if (status == "error") s = EvalStatus::kTestError;
+    else if (status == "correct" || status == "noisy" || status == "suspicious" || status == "input_mutated" ||
+             status == "output_changed_under_timing")
+      s = EvalStatusFromName(status);
+    if (!s) {
+      return {EvalStatus::kTestError, "protocol error: the timing record of " + name + " is invalid"};
+    }
+    if (PerfScoreFor(*s) < PerfScoreFor(worst.status) ||
+        (worst.status == EvalStatus::kCorrect && *s != EvalStatus::kCorrect)) {
+      const std::string detail = record.value("detail", std::string());
+      worst = {*s, name + (detail.empty() ? "" : ": " + detail)};
+    }
+  }
+  return worst;
+}
+
+void FillPairedRun(const TestReport& report, PhaseRun* out) {
+  const Json& doc = report.document;
+  out->timing = Json{{"paired", doc.value("paired", Json::object())},
+                     {"conditions", doc.value("conditions", Json::object())}};
+  out->verdict = JudgeTiming(out->timing["paired"]);
+  ProcessResult ref = out->result;
+  ref.output_data = Json{{"runtimes", doc.value("reference_runtimes", Json::object())}};
+  Classification ref_verdict{EvalStatus::kCorrect, ""};
+  for (const Json& t : doc.value("reference_tests", Json::array())) {
+    const std::string status = t.value("status", std::string());
+    if (status == "failed" || status == "error") {
+      ref_verdict = {EvalStatus::kTestsFailed, "the reference's " + t.value("name", std::string()) + " " + status};
+      ref.returncode = 1;
+      ref.output_data.reset();
+      break;
+    }
+  }
+  out->reference_result = std::move(ref);
+  out->reference_verdict = std::move(ref_verdict);
+}
+
 void MarkFailureForWire(const Classification& verdict, ProcessResult* result) {
   if (IsCorrectFamily(verdict.status) || verdict.status == EvalStatus::kSkipped) return;
   const bool reads_as_pass = result->returncode == 0;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/process.hpp"
 #include "kernelfoundry/verdict.hpp"
@@ -70,6 +71,17 @@ Classification JudgeTestRun(const ProcessRun& run, const std::optional<TestRepor
 Classification RequireRuntimes(Classification verdict, const TestReport& report,
                                const std::vector<std::string>& expected,
                                const std::function<std::string(const std::string&)>& runtime_key);
+
+/// The verdict of a paired performance run's timing records ({benchmark: {"status", "detail", …}}, see
+/// kernelfoundry/paired.py): the worst status over the benchmarks (lowest perf_score; output_changed_under_timing,
+/// input_mutated, suspicious, noisy, correct), its detail prefixed with the benchmark. kCorrect when every
+/// record is correct; records that are not objects or name an unknown status are a test_error.
+Classification JudgeTiming(const Json& paired_records);
+
+/// For a paired performance run judged correct so far: the timing document ({"paired", "conditions"}) into
+/// out->timing, the verdict from JudgeTiming, and the reference side (its runtimes from "reference_runtimes",
+/// its verdict from "reference_tests") into out->reference_result / reference_verdict.
+void FillPairedRun(const TestReport& report, PhaseRun* out);
 
 /// Wire compatibility: a run judged a failure whose process exited 0 (or 1 for a test_error) gets
 /// returncode 70 and the verdict's detail appended to its message, so the reference's text-based scoring

@@ -209,6 +209,7 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
         co.correctness = run.correctness;
         co.performance = run.performance;
         co.reference_correctness = reference_verdict;
+        co.timing = run.timing;
         TemplateVariant tv;
         tv.key = key;
         for (const TestVariant& v : variants) {

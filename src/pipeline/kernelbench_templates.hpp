@@ -1,5 +1,6 @@
-// Text templates of the KernelBench importer (kernelbench_templates.cc). Placeholders are written
-// {{NAME}} and filled by SubstituteTemplate.
+// Text templates of the KernelBench importer: the files of src/pipeline/kernelbench/templates/, embedded at
+// build time (CMakeLists.txt, cmake/embed_files.cmake). Placeholders are written {{NAME}} and filled by
+// SubstituteTemplate (kernelbench_templates.cc).
 #pragma once
 
 #include <map>
@@ -8,12 +9,12 @@
 
 namespace kf::kernelbench {
 
-/// Python script run by IntrospectKernelBenchProblem: argv[1] = folder holding problem.py; prints one line
-/// "KF_INTROSPECTION_JSON {…}" on stdout.
+/// templates/introspect.py, run by IntrospectKernelBenchProblem: argv[1] = folder holding problem.py; prints
+/// one line "KF_INTROSPECTION_JSON {…}" on stdout.
 extern const std::string_view kIntrospectScript;
 /// Prefix of the introspection script's result line.
 extern const std::string_view kIntrospectMarker;
-/// kernel.cpp, task.py, config.yaml and conftest.py templates.
+/// templates/kernel.cpp, task.py, config.yaml and conftest.py: the files of a generated task package.
 extern const std::string_view kKernelCpp;
 extern const std::string_view kTaskPy;
 extern const std::string_view kConfigYaml;

@@ -70,6 +70,20 @@ std::string GpuName(const std::optional<Json>& worker_info) {
 
 double Sanitize(double v) { return std::isfinite(v) ? v : -1.0; }
 
+// The statuses a paired performance run's timing can give (paired.py records).
+bool IsTimingVerdict(EvalStatus s) {
+  return s == EvalStatus::kCorrect || s == EvalStatus::kNoisy || s == EvalStatus::kSuspicious ||
+         s == EvalStatus::kInputMutated || s == EvalStatus::kOutputChangedUnderTiming;
+}
+
+// The paired record of benchmark `name` in a timing document, or nullptr (absent, or not paired).
+const Json* PairedRecord(const Json& timing, const std::string& name) {
+  if (!timing.is_object() || !timing.contains("paired") || !timing["paired"].is_object()) return nullptr;
+  auto it = timing["paired"].find(name);
+  if (it == timing["paired"].end() || !it->is_object() || !it->value("paired", false)) return nullptr;
+  return &*it;
+}
+
 void SetStatus(EvalResult& r, EvalStatus status, std::string detail) {
   r.status = status;
   r.perf_score = PerfScoreFor(status);
@@ -133,9 +147,13 @@ Json EvalResult::ToJson() const {
                     {"reference_mean_ms", Sanitize(b.reference_mean_ms)},
                     {"candidate_mean_ms", Sanitize(b.candidate_mean_ms)},
                     {"speedup", Sanitize(b.speedup)},
-                    {"num_trials", b.num_trials}});
+                    {"num_trials", b.num_trials},
+                    {"paired", b.paired},
+                    {"speedup_ci", b.paired ? Json::array({Sanitize(b.speedup_ci_low), Sanitize(b.speedup_ci_high)})
+                                            : Json(nullptr)}});
   }
   j["benchmarks"] = std::move(rows);
+  j["timing"] = timing;
   return j;
 }
 
@@ -193,7 +211,10 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
     benches.push_back({"timed_out_test", {}, "no runtimes were reported"});
     problems.push_back("no runtimes were reported");
   }
-  const bool perf_failed = options.performance ? !IsCorrectFamily(options.performance->status)
+  // A paired run's timing verdicts (noisy, suspicious, input_mutated, output_changed_under_timing) come with
+  // runtimes: they decide the status below, they are not a failed performance run.
+  const bool timing_verdict = options.performance && IsTimingVerdict(options.performance->status);
+  const bool perf_failed = options.performance ? !IsCorrectFamily(options.performance->status) && !timing_verdict
                                                : perf && perf->returncode != 0;
   if (perf && perf_failed) {
     const std::string msg = perf->message.value_or("");
@@ -241,7 +262,14 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
   // runtime = mean of the (rounded) benchmark means, like the reference.
   r.runtime = sum_means / static_cast<double>(benches.size());
 
+  if (options.timing.is_object()) r.timing = options.timing;
   auto finish = [&](EvalStatus ok_status, const std::string& detail) {
+    if (timing_verdict && options.performance->status != EvalStatus::kCorrect && problems.empty()) {
+      // The timed calls were not trustworthy (or only noisy): that, not "correct", is the verdict.
+      SetStatus(r, options.performance->status, options.performance->detail);
+      r.correctness = IsCorrectFamily(r.status);
+      return r;
+    }
     std::vector<std::string> notes;
     if (!c.detail.empty()) notes.push_back(c.detail);  // e.g. a passing run killed after its summary
     if (!problems.empty()) {
@@ -284,6 +312,22 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
       row.speedup = speedup;
     } else if (benches[i].Valid() && cand_mean[i] > 0) {
       unmatched.push_back(name);
+    }
+    // Paired: the median of the per-round ratios measured in one process, with its interval.
+    if (const Json* rec = PairedRecord(options.timing, name)) {
+      const double paired = rec->value("speedup", -1.0);
+      if (std::isfinite(paired) && paired > 0 && cand_mean[i] > 0) {
+        speedup = paired;
+        row.speedup = paired;
+        row.paired = true;
+        row.num_trials = rec->value("rounds", 0);
+        const Json ci = rec->value("ci", Json::array());
+        if (ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number()) {
+          row.speedup_ci_low = ci[0].get<double>();
+          row.speedup_ci_high = ci[1].get<double>();
+        }
+        if (ref_mean > 0) stats["ref_speed"] = RoundSignificant(ref_mean);
+      }
     }
     stats["speedup"] = speedup;
     speedups.push_back(speedup);
@@ -353,6 +397,8 @@ EvalResult CombineArchResults(const std::vector<std::pair<std::string, EvalResul
     }
     if (!res.status_detail.empty()) details.push_back(arch + ": " + res.status_detail);
     if (res.status == EvalStatus::kNoMeasurement) status = EvalStatus::kNoMeasurement;
+    if (res.status == EvalStatus::kNoisy && status == EvalStatus::kCorrect) status = EvalStatus::kNoisy;
+    if (!res.timing.empty()) r.timing[arch] = res.timing;
     if (res.status == EvalStatus::kReferenceOnly && status == EvalStatus::kCorrect) status = res.status;
     if (!res.template_results.empty()) ++with_templates;
   }
@@ -362,6 +408,7 @@ EvalResult CombineArchResults(const std::vector<std::pair<std::string, EvalResul
   if (r.runtime_improvement == -1 && status == EvalStatus::kCorrect) status = EvalStatus::kNoReference;
   SetStatus(r, status, Join(details, "; "));
   r.profiler_data = per_arch.front().second.profiler_data;
+  if (per_arch.size() == 1) r.timing = per_arch.front().second.timing;
   if (per_arch.size() == 1) {
     r.template_results = per_arch.front().second.template_results;
   } else if (with_templates > 0) {

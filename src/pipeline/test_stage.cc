@@ -1,7 +1,11 @@
 // Test stage (reference spec §4.4): variants (template instantiations, reference), one tree per arch with the
 // build artifacts overlaid, every variant through the harness (correctness with the device shared, then
 // performance with it exclusive), per-arch results merged.
+#include <sched.h>
+
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <cstdlib>
 #include <regex>
 
@@ -56,19 +60,84 @@ std::string MeasureOptionsJson(const Json& config) {
   return out.empty() ? "" : DumpJson(out);
 }
 
+// The conditions every test process runs under, the same for both sides (issue: trustworthy speed signal):
+// a steady heap (glibc's dynamic mmap/trim thresholds otherwise make page faults per call depend on the
+// process's allocation history: 203 vs 7,957 minor faults per call measured for the same expression), one
+// declared thread count (OpenMP, MKL, OpenBLAS, torch through KF_THREADS), and idle OpenMP threads that sleep
+// instead of spinning (so CPU used after a call returned is the kernel's, not a pool's).
+struct TimedConditions {
+  int threads = 1;
+  std::map<std::string, std::string> env;
+};
+
+int UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return 1;
+}
+
+TimedConditions TimedConditionsFromConfig(const Json& config) {
+  TimedConditions c;
+  const ConfigView view(config);
+  c.threads = static_cast<int>(view.Int("eval_config.threads", UsableCpus()));
+  if (c.threads < 1) {
+    throw Error(ErrorKind::kInvalidArgument, "expected a thread count >= 1", "config.yaml", "eval_config.threads");
+  }
+  const std::string n = std::to_string(c.threads);
+  c.env = {{"KF_THREADS", n},           {"OMP_NUM_THREADS", n},          {"MKL_NUM_THREADS", n},
+           {"OPENBLAS_NUM_THREADS", n}, {"OMP_WAIT_POLICY", "PASSIVE"},  {"MALLOC_MMAP_THRESHOLD_", "1073741824"},
+           {"MALLOC_TRIM_THRESHOLD_", "1073741824"}};
+  return c;
+}
+
+// The paired timing options: config eval_config.timing (kernelfoundry.paired.DEFAULTS keys), with the time
+// budget per benchmark capped so that all of the task's benchmarks fit in 60 % of its test_timeout.
+Json TimingOptions(const Task& task, const HarnessLimits& limits) {
+  Json o = Json::object();
+  const ConfigView view(task.config);
+  if (const Json* t = view.Find("eval_config.timing")) {
+    if (!t->is_object()) {
+      throw Error(ErrorKind::kInvalidArgument, "expected a mapping of timing options (budget_s, …)", "config.yaml",
+                  "eval_config.timing");
+    }
+    o = *t;
+  }
+  const double benchmarks = static_cast<double>(std::max<size_t>(1, task.profile_tests.size()));
+  const double cap = 0.6 * static_cast<double>(limits.test_timeout.count()) / 1000.0 / benchmarks;
+  double wanted = o.contains("budget_s") && o["budget_s"].is_number() ? o["budget_s"].get<double>() : 20.0;
+  // $KF_TIMING_BUDGET_S caps it for a whole machine (e.g. a CI run that only needs verdicts, not precision).
+  if (const char* env = std::getenv("KF_TIMING_BUDGET_S"); env && *env && std::atof(env) > 0) {
+    wanted = std::min(wanted, std::atof(env));
+  }
+  o["budget_s"] = std::max(0.5, std::min(wanted, cap));
+  return o;
+}
+
+// The 1-minute load average (from /proc/loadavg), or null.
+Json LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double one = 0;
+  if (in >> one) return one;
+  return nullptr;
+}
+
 // Emits the start and end events of one test phase around `run`.
 PhaseRun RunPhase(const EvaluateOptions& options, Phase phase, const TestRequest& req,
                   const std::function<PhaseRun()>& run) {
-  if (options.progress) options.progress(PhaseEvent{phase, req.variant.key, req.gpu_arch, false, false, 0, ""});
+  // A paired run times both variants in one process: its events name both ("custom+reference").
+  const std::string who = req.paired_with ? req.variant.key + "+" + req.paired_with->key : req.variant.key;
+  if (options.progress) options.progress(PhaseEvent{phase, who, req.gpu_arch, false, false, 0, ""});
   PhaseRun out = run();
   if (options.progress) {
-    const bool ok = out.verdict.status == EvalStatus::kCorrect;
+    // A correct-family verdict (noisy included) is a passed phase; its detail still shows.
+    const bool ok = IsCorrectFamily(out.verdict.status);
     std::string note;
-    if (!ok) {
+    if (out.verdict.status != EvalStatus::kCorrect) {
       note = std::string(EvalStatusName(out.verdict.status)) +
              (out.verdict.detail.empty() ? "" : ": " + out.verdict.detail);
     }
-    options.progress(PhaseEvent{phase, req.variant.key, req.gpu_arch, true, ok, out.wall_s, note});
+    options.progress(PhaseEvent{phase, who, req.gpu_arch, true, ok, out.wall_s, note});
   }
   return out;
 }
@@ -131,8 +200,20 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
   if (task.hyperparameters.is_object() && task.hyperparameters.contains("runtime")) {
     runtime_params = task.hyperparameters["runtime"];
   }
-  std::map<std::string, std::string> env = {{"KF_CACHE_DIR", std::filesystem::absolute(DefaultCacheDir()).string()}};
+  const TimedConditions conditions = TimedConditionsFromConfig(task.config);
+  std::map<std::string, std::string> env = conditions.env;
+  env["KF_CACHE_DIR"] = std::filesystem::absolute(DefaultCacheDir()).string();
   if (std::string m = MeasureOptionsJson(task.config); !m.empty()) env["KERNELFOUNDRY_MEASURE_OPTIONS"] = m;
+  Json timing_options = TimingOptions(task, limits);
+  // eval_config.timing.mode: "paired" (default) or "separate" (each side in its own run, as the reference
+  // does; kept for comparisons such as bench/noise_bench).
+  const std::string mode = timing_options.value("mode", std::string("paired"));
+  if (mode != "paired" && mode != "separate") {
+    throw Error(ErrorKind::kInvalidArgument, "expected \"paired\" or \"separate\", got \"" + mode + "\"",
+                "config.yaml", "eval_config.timing.mode");
+  }
+  timing_options.erase("mode");
+  const bool pair = mode == "paired";
   DeviceSlots& slots = options.slots ? *options.slots : ProcessDeviceSlots();
   for (const std::string& arch : archs) {
     if (options.stop.stop_requested()) break;
@@ -145,9 +226,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
     if (task.build_result_reference && task.build_result_reference->artifacts) {
       task.build_result_reference->artifacts->ToDisk(task_dir);
     }
-    std::vector<std::pair<std::string, VariantRun>> runs;
-    for (const TestVariant& variant : variants) {
-      if (options.stop.stop_requested()) break;
+    auto request = [&](const TestVariant& variant) {
       TestRequest req;
       req.variant = variant;
       req.work_dir = dir.path();
@@ -158,29 +237,76 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
       req.env = env;
       req.on_line = options.on_output_line;
       req.stop = options.stop;
+      req.timing_options = timing_options;
+      return req;
+    };
+    // 1. Correctness of every variant (the device shared).
+    std::vector<std::pair<std::string, VariantRun>> runs;
+    for (const TestVariant& variant : variants) {
+      if (options.stop.stop_requested()) break;
+      DeviceSlots::Lease lease = slots.ForTest(arch, options.stop);
+      if (!lease.held()) break;
+      TestRequest req = request(variant);
+      req.expected_tests = task.correctness_tests;
+      PhaseRun c = RunPhase(options, Phase::kCorrectness, req, [&] { return harness.Correctness(req); });
       VariantRun run;
-      {
-        DeviceSlots::Lease lease = slots.ForTest(arch, options.stop);
-        if (!lease.held()) break;
-        req.expected_tests = task.correctness_tests;
-        PhaseRun c = RunPhase(options, Phase::kCorrectness, req, [&] { return harness.Correctness(req); });
-        run.result.correctness_result = std::move(c.result);
-        run.correctness = std::move(c.verdict);
-        run.correctness_s = c.wall_s;
-      }
-      if (run.correctness->status == EvalStatus::kCorrect && !options.stop.stop_requested()) {
-        DeviceSlots::Lease lease = slots.ForTiming(arch, options.stop);
-        if (lease.held()) {
-          req.expected_tests = task.profile_tests;
-          PhaseRun p = RunPhase(options, Phase::kPerformance, req, [&] { return harness.Performance(req); });
-          run.result.performance_result = std::move(p.result);
-          run.performance = std::move(p.verdict);
-          run.performance_s = p.wall_s;
-        }
-      }
-      run.result.worker_info = GetWorkerInfo(harness.Name());
+      run.result.correctness_result = std::move(c.result);
+      run.correctness = std::move(c.verdict);
+      run.correctness_s = c.wall_s;
       runs.emplace_back(variant.key, std::move(run));
     }
+    // 2. Performance (the device exclusive): each passing candidate variant timed against the reference in
+    // one process (paired) when the reference passed too; else alone. The reference is timed alone only in
+    // a reference-only run.
+    const TestVariant* reference = nullptr;
+    VariantRun* reference_run = nullptr;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (variants[i].reference) {
+        reference = &variants[i];
+        reference_run = &runs[i].second;
+      }
+    }
+    const bool reference_ok = reference_run && reference_run->correctness->status == EvalStatus::kCorrect;
+    bool any_candidate = false;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      VariantRun& run = runs[i].second;
+      if (variants[i].reference) continue;
+      any_candidate = true;
+      if (run.correctness->status != EvalStatus::kCorrect || options.stop.stop_requested()) continue;
+      DeviceSlots::Lease lease = slots.ForTiming(arch, options.stop);
+      if (!lease.held()) break;
+      TestRequest req = request(variants[i]);
+      req.expected_tests = task.profile_tests;
+      if (reference_ok && pair) req.paired_with = *reference;
+      const Json load_before = LoadAverage();
+      PhaseRun p = RunPhase(options, Phase::kPerformance, req, [&] { return harness.Performance(req); });
+      run.result.performance_result = std::move(p.result);
+      run.performance = std::move(p.verdict);
+      run.performance_s = p.wall_s;
+      if (p.timing.is_object()) {
+        run.timing = std::move(p.timing);
+        run.timing["conditions"]["load_before"] = load_before;
+        run.timing["conditions"]["load_after"] = LoadAverage();
+        run.timing["conditions"]["threads"] = conditions.threads;
+      }
+      if (p.reference_result && reference_run) {
+        reference_run->result.performance_result = std::move(p.reference_result);
+        reference_run->performance = std::move(p.reference_verdict);
+        reference_run->performance_s = p.wall_s;
+      }
+    }
+    if (reference_ok && (!any_candidate || !pair) && !options.stop.stop_requested()) {
+      DeviceSlots::Lease lease = slots.ForTiming(arch, options.stop);
+      if (lease.held()) {
+        TestRequest req = request(*reference);
+        req.expected_tests = task.profile_tests;
+        PhaseRun p = RunPhase(options, Phase::kPerformance, req, [&] { return harness.Performance(req); });
+        reference_run->result.performance_result = std::move(p.result);
+        reference_run->performance = std::move(p.verdict);
+        reference_run->performance_s = p.wall_s;
+      }
+    }
+    for (auto& [key, run] : runs) run.result.worker_info = GetWorkerInfo(harness.Name());
     out.per_arch.emplace_back(arch, std::move(runs));
   }
   for (const TestVariant& variant : variants) {

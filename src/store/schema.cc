@@ -8,13 +8,15 @@
 #include <limits>
 #include <map>
 
+#include "kernelfoundry/error.hpp"
+
 namespace kf::store {
 namespace {
 
 using T = ColumnType;
 
 // Shorthands for the table descriptions below.
-Column Pk() { return {"id", T::kInteger, 0, true, true, false}; }
+Column Pk() { return {"id", T::kInteger, 0, true, true, false, true}; }
 Column C(std::string_view name, ColumnType type) { return {name, type, 0, false, false, false}; }
 Column NotNull(std::string_view name, ColumnType type) { return {name, type, 0, true, false, false}; }
 Column Varchar(std::string_view name, int n, bool not_null = false) {
@@ -69,9 +71,9 @@ std::vector<Table> MakeTables() {
   return t;
 }
 
-std::string StaleHint() {
-  return "the database file is stale (written by another version of the schema); move it away or delete it "
-         "so that a new one is created";
+std::vector<Table> MakeKfTables() {
+  return {{"kf_kernel_status",
+           {{"kernel_id", T::kInteger, 0, true, true, false}, C("task_name", T::kVarchar), Varchar("kf_status", 32)}}};
 }
 
 /// Number of UTF-8 code points (continuation bytes are not counted).
@@ -81,14 +83,20 @@ size_t CountChars(std::string_view s) {
   }));
 }
 
+std::string Field(const Table& table, std::string_view column) { return fmt::format("{}.{}", table.name, column); }
+
 [[noreturn]] void TypeMismatch(const Table& table, const Column& column, std::string_view expected,
                                const Json& value) {
-  throw Error(ErrorKind::kInvalidArgument,
-              fmt::format("expected {}, got {}", expected, value.type_name()), {},
-              fmt::format("{}.{}", table.name, column.name));
+  throw Error(ErrorKind::kInvalidArgument, fmt::format("expected {}, got {}", expected, value.type_name()), {},
+              Field(table, column.name));
 }
 
 }  // namespace
+
+std::string StaleHint() {
+  return "the database file is stale (written by another version of the schema); move it away or delete it "
+         "so that a new one is created";
+}
 
 const Column* Table::Find(std::string_view column) const {
   for (const auto& c : columns) {
@@ -102,24 +110,18 @@ const std::vector<Table>& Tables() {
   return tables;
 }
 
-const Table& GetTable(std::string_view name) {
-  for (const auto& t : Tables()) {
-    if (t.name == name) return t;
-  }
-  throw Error(ErrorKind::kInternal, fmt::format("no table description for '{}'", name));
+const std::vector<Table>& KfTables() {
+  static const std::vector<Table> tables = MakeKfTables();
+  return tables;
 }
 
-std::string DeclaredType(const Column& column) {
-  switch (column.type) {
-    case T::kInteger: return "INTEGER";
-    case T::kFloat: return "FLOAT";
-    case T::kVarchar: return column.max_chars > 0 ? fmt::format("VARCHAR({})", column.max_chars) : "VARCHAR";
-    case T::kText: return "TEXT";
-    case T::kBoolean: return "BOOLEAN";
-    case T::kDateTime: return "DATETIME";
-    case T::kJson: return "JSON";
+const Table& GetTable(std::string_view name) {
+  for (const auto* list : {&Tables(), &KfTables()}) {
+    for (const auto& t : *list) {
+      if (t.name == name) return t;
+    }
   }
-  return "BLOB";
+  throw Error(ErrorKind::kInternal, fmt::format("no table description for '{}'", name));
 }
 
 std::string QuoteIdent(std::string_view name) {
@@ -132,83 +134,8 @@ std::string QuoteIdent(std::string_view name) {
   return out;
 }
 
-std::string CreateTableSql(const Table& table) {
-  std::string sql = fmt::format("CREATE TABLE IF NOT EXISTS {} (\n", QuoteIdent(table.name));
-  std::string pk;
-  for (const auto& c : table.columns) {
-    sql += fmt::format("\t{} {}", QuoteIdent(c.name), DeclaredType(c));
-    if (c.server_now) sql += " DEFAULT (CURRENT_TIMESTAMP)";
-    if (c.not_null) sql += " NOT NULL";
-    sql += ", \n";
-    if (c.primary_key) pk = QuoteIdent(c.name);
-  }
-  sql += fmt::format("\tPRIMARY KEY ({})\n)", pk);
-  return sql;
-}
-
-char TypeAffinity(std::string_view declared_type) {
-  std::string up(declared_type);
-  std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  auto has = [&](const char* s) { return up.find(s) != std::string::npos; };
-  if (has("INT")) return 'I';
-  if (has("CHAR") || has("CLOB") || has("TEXT")) return 'T';
-  if (up.empty() || has("BLOB")) return 'B';
-  if (has("REAL") || has("FLOA") || has("DOUB")) return 'R';
-  return 'N';
-}
-
-void EnsureSchema(Db& db, bool create) {
-  const auto& tables = Tables();
-  auto existing = [&db]() {
-    std::map<std::string, bool> names;
-    Stmt st = db.Prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
-    while (st.Step()) names[st.ColumnText(0)] = true;
-    return names;
-  };
-  if (create) {
-    auto names = existing();
-    bool all = std::all_of(tables.begin(), tables.end(),
-                           [&](const Table& t) { return names.count(std::string(t.name)) != 0; });
-    if (!all) {
-      Transaction tx(db);
-      for (const auto& t : tables) db.Exec(CreateTableSql(t));
-      tx.Commit();
-    }
-  }
-  for (const auto& t : tables) {
-    std::map<std::string, std::string> declared;
-    {
-      Stmt st = db.Prepare("SELECT name, type FROM pragma_table_info(?1)");
-      st.BindText(1, t.name);
-      while (st.Step()) declared[st.ColumnText(0)] = st.ColumnText(1);
-    }
-    if (declared.empty()) {
-      throw Error(ErrorKind::kInvalidArgument, fmt::format("table '{}' is missing: {}", t.name, StaleHint()),
-                  db.path(), std::string(t.name));
-    }
-    for (const auto& c : t.columns) {
-      std::string field = fmt::format("{}.{}", t.name, c.name);
-      auto it = declared.find(std::string(c.name));
-      if (it == declared.end()) {
-        throw Error(ErrorKind::kInvalidArgument, fmt::format("column '{}' is missing: {}", field, StaleHint()),
-                    db.path(), field);
-      }
-      std::string want = DeclaredType(c);
-      if (TypeAffinity(it->second) != TypeAffinity(want)) {
-        throw Error(ErrorKind::kInvalidArgument,
-                    fmt::format("column '{}' is declared {} but should be {}: {}", field, it->second, want,
-                                StaleHint()),
-                    db.path(), field);
-      }
-    }
-  }
-}
-
-void BindValue(Stmt& stmt, int index, const Table& table, const Column& column, const Json& value) {
-  if (value.is_null()) {
-    stmt.BindNull(index);
-    return;
-  }
+Json CheckValue(const Table& table, const Column& column, const Json& value) {
+  if (value.is_null()) return nullptr;
   switch (column.type) {
     case T::kInteger:
       if (value.is_number_unsigned()) {
@@ -216,30 +143,23 @@ void BindValue(Stmt& stmt, int index, const Table& table, const Column& column, 
         if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
           TypeMismatch(table, column, "an integer that fits in 64 bits", value);
         }
-        stmt.BindInt(index, static_cast<int64_t>(u));
-      } else if (value.is_number_integer()) {
-        stmt.BindInt(index, value.get<int64_t>());
-      } else if (value.is_number_float() && std::isfinite(value.get<double>()) &&
-                 std::trunc(value.get<double>()) == value.get<double>() &&
-                 std::fabs(value.get<double>()) < 9.2e18) {
-        stmt.BindInt(index, static_cast<int64_t>(value.get<double>()));
-      } else {
-        TypeMismatch(table, column, "an integer", value);
+        return static_cast<int64_t>(u);
       }
-      return;
+      if (value.is_number_integer()) return value.get<int64_t>();
+      if (value.is_number_float() && std::isfinite(value.get<double>()) &&
+          std::trunc(value.get<double>()) == value.get<double>() && std::fabs(value.get<double>()) < 9.2e18) {
+        return static_cast<int64_t>(value.get<double>());
+      }
+      TypeMismatch(table, column, "an integer", value);
     case T::kFloat:
       if (!value.is_number()) TypeMismatch(table, column, "a number", value);
-      stmt.BindDouble(index, value.get<double>());
-      return;
+      return value.get<double>();
     case T::kBoolean:
-      if (value.is_boolean()) {
-        stmt.BindInt(index, value.get<bool>() ? 1 : 0);
-      } else if (value.is_number_integer() && (value.get<int64_t>() == 0 || value.get<int64_t>() == 1)) {
-        stmt.BindInt(index, value.get<int64_t>());
-      } else {
-        TypeMismatch(table, column, "a boolean", value);
+      if (value.is_boolean()) return value;
+      if (value.is_number_integer() && (value.get<int64_t>() == 0 || value.get<int64_t>() == 1)) {
+        return value.get<int64_t>() == 1;
       }
-      return;
+      TypeMismatch(table, column, "a boolean", value);
     case T::kVarchar:
     case T::kText:
     case T::kDateTime: {
@@ -251,38 +171,63 @@ void BindValue(Stmt& stmt, int index, const Table& table, const Column& column, 
         throw Error(ErrorKind::kInvalidArgument,
                     fmt::format("value has {} characters, the column holds at most {}", CountChars(s),
                                 column.max_chars),
-                    {}, fmt::format("{}.{}", table.name, column.name));
+                    {}, Field(table, column.name));
       }
-      stmt.BindText(index, s);
-      return;
+      return value;
     }
     case T::kJson:
-      stmt.BindText(index, DumpJson(value));
-      return;
+      return value;
   }
+  return value;
 }
 
-Json ReadValue(const Stmt& stmt, int col, const Column& column) {
-  switch (stmt.ColumnType(col)) {
-    case SQLITE_NULL:
-      return nullptr;
-    case SQLITE_INTEGER:
-      if (column.type == T::kBoolean) return stmt.ColumnInt(col) != 0;
-      if (column.type == T::kFloat) return static_cast<double>(stmt.ColumnInt(col));
-      if (column.type == T::kVarchar || column.type == T::kText) return stmt.ColumnText(col);
-      return stmt.ColumnInt(col);
-    case SQLITE_FLOAT:
-      if (column.type == T::kVarchar || column.type == T::kText) return stmt.ColumnText(col);
-      return stmt.ColumnDouble(col);
-    default: {  // TEXT or BLOB
-      std::string text = stmt.ColumnText(col);
-      if (column.type == T::kJson) {
-        Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-        if (!parsed.is_discarded()) return parsed;
-      }
-      return text;
+CheckedRow CheckRow(const Table& table, const Json& row, const std::vector<std::pair<std::string, Json>>& defaults) {
+  if (!row.is_object()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                fmt::format("a {} row must be a JSON object, got {}", table.name, row.type_name()), {},
+                std::string(table.name));
+  }
+  CheckedRow values;
+  auto present = [&values](const Column* c) {
+    return std::any_of(values.begin(), values.end(), [c](const auto& v) { return v.first == c; });
+  };
+  for (const auto& [key, value] : row.items()) {
+    const Column* column = table.Find(key);
+    if (column == nullptr) {
+      throw Error(ErrorKind::kInvalidArgument, fmt::format("unknown column '{}' for table {}", key, table.name), {},
+                  Field(table, key));
+    }
+    if (!value.is_null()) values.emplace_back(column, CheckValue(table, *column, value));
+  }
+  for (const auto& [name, value] : defaults) {
+    const Column* column = table.Find(name);
+    if (column != nullptr && !present(column) && !value.is_null()) {
+      values.emplace_back(column, CheckValue(table, *column, value));
     }
   }
+  for (const auto& c : table.columns) {
+    if (!c.not_null || c.server_now || c.autoincrement) continue;
+    if (!present(&c)) {
+      throw Error(ErrorKind::kInvalidArgument, "required field is missing or null", {}, Field(table, c.name));
+    }
+  }
+  return values;
+}
+
+std::string NormalizeTimestamp(std::string_view text) {
+  // "YYYY-MM-DD HH:MM:SS" is 19 characters; then an optional ".fraction", then an optional offset.
+  if (text.size() < 19 || text[10] != ' ' || text[13] != ':' || text[16] != ':') return std::string(text);
+  std::string out(text.substr(0, 19));
+  size_t pos = 19;
+  std::string fraction;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) fraction += text[pos++];
+  }
+  std::string_view offset = text.substr(pos);
+  if (!(offset.empty() || offset == "Z" || offset == "+00" || offset == "+00:00")) return std::string(text);
+  fraction.resize(6, '0');
+  return out + "." + fraction;
 }
 
 }  // namespace kf::store

@@ -1,26 +1,26 @@
-// The reference's tables (spec §5.6) as data: column names, SQLAlchemy's declared SQLite types, NOT NULL
-// and server defaults. From this one description come the CREATE TABLE statements, the check of an
-// existing database, and the conversion of JSON values to and from SQLite values.
+// The reference's tables (spec §5.6) as data: column names, value kinds, NOT NULL and server defaults, plus
+// the backend-neutral row checks. Every backend derives its DDL, its check of an existing database and its
+// value conversion from this one description (SQLite: sqlite_schema.hpp, PostgreSQL: postgres_store.cc).
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernelfoundry/json.hpp"
-#include "store/sqlite_db.hpp"
 
 namespace kf::store {
 
-/// Value kinds of the columns (SQLAlchemy type → SQLite declared type).
+/// Value kinds of the columns (SQLAlchemy type; SQLite / PostgreSQL declared type).
 enum class ColumnType {
-  kInteger,   ///< Integer → INTEGER
-  kFloat,     ///< Float → FLOAT
-  kVarchar,   ///< String / String(n) → VARCHAR / VARCHAR(n)
-  kText,      ///< Text → TEXT
-  kBoolean,   ///< Boolean → BOOLEAN (0/1)
-  kDateTime,  ///< DateTime(timezone=True) → DATETIME (UTC text)
-  kJson,      ///< JSON → JSON (JSON text)
+  kInteger,   ///< Integer: INTEGER / INTEGER (SERIAL for the primary key)
+  kFloat,     ///< Float: FLOAT / FLOAT (double precision)
+  kVarchar,   ///< String / String(n): VARCHAR / VARCHAR(n)
+  kText,      ///< Text: TEXT
+  kBoolean,   ///< Boolean: BOOLEAN (SQLite stores 0/1)
+  kDateTime,  ///< DateTime(timezone=True): DATETIME (UTC text) / TIMESTAMP WITH TIME ZONE
+  kJson,      ///< JSON: JSON (JSON text)
 };
 
 struct Column {
@@ -29,7 +29,8 @@ struct Column {
   int max_chars = 0;         ///< VARCHAR(n): n characters; 0 = unlimited
   bool not_null = false;
   bool primary_key = false;
-  bool server_now = false;   ///< DEFAULT (CURRENT_TIMESTAMP)
+  bool server_now = false;   ///< server default: the current time
+  bool autoincrement = false;  ///< integer primary key the database assigns (SQLite rowid, PostgreSQL SERIAL)
 };
 
 struct Table {
@@ -40,33 +41,44 @@ struct Table {
   const Column* Find(std::string_view column) const;
 };
 
-/// All tables: kernels, tasks, jobs, job_logs, baseline_times, rag.
+/// The reference's tables: kernels, tasks, jobs, job_logs, baseline_times, rag. They must exist in every
+/// database we open.
 const std::vector<Table>& Tables();
-/// One of Tables() by name. REQUIRES: the name exists.
+/// Our own tables beside the reference's (which its tools ignore): kf_kernel_status {kernel_id (the
+/// kernels.id), task_name, kf_status} — our status of each kernel we inserted, kept apart so that summaries
+/// and filters need not read eval_log (see store.hpp). Created (and filled from existing kernels) whenever a
+/// database is opened read-write; a read-only store works without them (then our status is computed from
+/// eval_log).
+const std::vector<Table>& KfTables();
+/// One of Tables() or KfTables() by name. REQUIRES: the name exists (else kf::Error(kInternal)).
 const Table& GetTable(std::string_view name);
 
-/// The declared type as SQLAlchemy writes it, e.g. "VARCHAR(64)", "DATETIME", "JSON".
-std::string DeclaredType(const Column& column);
-/// `"name"` with embedded quotes doubled.
+/// `"name"` with embedded quotes doubled (the same in SQLite and PostgreSQL).
 std::string QuoteIdent(std::string_view name);
-/// CREATE TABLE IF NOT EXISTS statement in SQLAlchemy's layout (PRIMARY KEY as a table constraint).
-std::string CreateTableSql(const Table& table);
-/// SQLite's type affinity of a declared type (§3.1 of the SQLite datatype docs): 'I'nteger, 'T'ext,
-/// 'B'lob, 'R'eal or 'N'umeric.
-char TypeAffinity(std::string_view declared_type);
 
-/// Creates missing tables (in one transaction). Then checks every table: a missing table or column or a
-/// declared type with another affinity throws kf::Error(kInvalidArgument) naming "table.column".
-/// With create = false only the check runs.
-void EnsureSchema(Db& db, bool create);
+/// The sentence appended to every "stale database" error.
+std::string StaleHint();
 
-/// Binds `value` for `column` of `table` at parameter `index`: null → NULL; otherwise the value must suit
-/// the column type (integer, number, string within VARCHAR(n), boolean, string timestamp; anything for
-/// JSON, stored as JSON text). Throws kf::Error(kInvalidArgument) naming "table.column" on a mismatch.
-void BindValue(Stmt& stmt, int index, const Table& table, const Column& column, const Json& value);
+/// Checks `value` for `column` of `table` and returns it normalised: null stays null; INTEGER gives an
+/// int64 (integral floats accepted), FLOAT a double, BOOLEAN a bool (0/1 accepted), VARCHAR/TEXT/DATETIME
+/// a string (VARCHAR(n): at most n UTF-8 characters), JSON anything. Throws kf::Error(kInvalidArgument)
+/// with field "table.column" on a mismatch.
+Json CheckValue(const Table& table, const Column& column, const Json& value);
 
-/// Reads result column `col` as the JSON value of `column` (JSON text parsed; BOOLEAN as true/false; NULL
-/// as null). Unparsable JSON text comes back as a string.
-Json ReadValue(const Stmt& stmt, int col, const Column& column);
+/// A checked row ready to insert: the columns to write with their normalised values, in row order followed
+/// by the defaults used.
+using CheckedRow = std::vector<std::pair<const Column*, Json>>;
+
+/// Checks an insert into `table`: `row` must be a JSON object whose keys are columns (null values are
+/// skipped); `defaults` fill columns the row lacks or has as null; every NOT NULL column without a server
+/// default (or an integer primary key) must then be present. Throws kf::Error(kInvalidArgument) with field
+/// "table" (not an object), "table.key" (unknown column, wrong type, too long) or "table.column" (required
+/// field missing or null).
+CheckedRow CheckRow(const Table& table, const Json& row, const std::vector<std::pair<std::string, Json>>& defaults);
+
+/// "YYYY-MM-DD HH:MM:SS.ffffff" from PostgreSQL's timestamp text in UTC ("2026-11-30 12:00:00.5+00"): the
+/// UTC offset ("+00", "+00:00", "Z") is dropped and the fraction padded to (or added as) 6 digits. Text of
+/// another shape is returned unchanged.
+std::string NormalizeTimestamp(std::string_view text);
 
 }  // namespace kf::store

@@ -1,6 +1,6 @@
-// Thin RAII layer over the SQLite C API used by SqliteStore: a connection with a prepared-statement cache,
-// statements with typed binds/columns, and an IMMEDIATE transaction that rolls back unless committed.
-// Every SQLite failure becomes a kf::Error naming the database file (kIO by default; constraint and range
+// Thin RAII layer over the SQLite C API used by the SQLite backend (sqlite_store.hpp): a connection with a
+// prepared-statement cache, statements with typed binds/columns, and an IMMEDIATE transaction that rolls back
+// unless committed. Every SQLite failure becomes a kf::Error naming the database file (kIO by default; constraint and range
 // errors kInvalidArgument; "not a database" / corruption kParse). Not thread-safe: one thread at a time.
 #pragma once
 

@@ -1,16 +1,20 @@
-// Backend-independent parts of kernelfoundry/store.hpp: job statuses, the EvalResult → kernels column
-// helpers (spec §5.6), timestamps, the default user and database path.
+// Backend-independent parts of kernelfoundry/store.hpp: job statuses and the job lifecycle
+// (job_lifecycle.hpp), the EvalResult → kernels column helpers (spec §5.6), read-API value types,
+// timestamps, the default user and database path.
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <fmt/format.h>
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/store.hpp"
+#include "store/job_lifecycle.hpp"
 
 namespace kf {
 namespace {
@@ -61,6 +65,72 @@ bool IsTerminal(JobStatus status) {
   return status == JobStatus::kComplete || status == JobStatus::kFail || status == JobStatus::kCanceled ||
          status == JobStatus::kValidated;
 }
+
+KernelSort ParseKernelSort(std::string_view name) {
+  constexpr std::array<std::pair<std::string_view, KernelSort>, 5> kSorts{{{"id", KernelSort::kId},
+                                                                          {"timestamp", KernelSort::kTimestamp},
+                                                                          {"score", KernelSort::kScore},
+                                                                          {"runtime", KernelSort::kRuntime},
+                                                                          {"speedup", KernelSort::kSpeedup}}};
+  for (const auto& [n, sort] : kSorts) {
+    if (n == name) return sort;
+  }
+  throw Error(ErrorKind::kInvalidArgument,
+              fmt::format("unknown sort key '{}' (expected id, timestamp, score, runtime or speedup)", name), {},
+              "sort");
+}
+
+std::optional<std::string> ParseKfStatus(std::string_view eval_log) {
+  constexpr std::string_view kPrefix = "kf status: ";
+  if (eval_log.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  std::string_view rest = eval_log.substr(kPrefix.size());
+  std::string status(rest.substr(0, rest.find_first_of(" \n")));
+  if (status.empty()) return std::nullopt;
+  return status;
+}
+
+Json TaskSummary::ToJson() const {
+  return Json{{"task_name", task_name},
+              {"kernels", kernels},
+              {"by_kf_status", by_kf_status},
+              {"by_status", by_status},
+              {"best_speedup", best_speedup ? Json(*best_speedup) : Json(nullptr)},
+              {"last_timestamp", last_timestamp}};
+}
+
+Json KernelPoint::ToJson() const {
+  return Json{{"id", id},
+              {"timestamp", timestamp},
+              {"status", status},
+              {"kf_status", kf_status},
+              {"speedup", speedup ? Json(*speedup) : Json(nullptr)},
+              {"score", score ? Json(*score) : Json(nullptr)}};
+}
+
+namespace store {
+
+std::optional<std::vector<std::pair<std::string_view, Json>>> PlanJobUpdate(const JobState& state,
+                                                                            const JobUpdate& update) {
+  if (update.progress && std::isnan(*update.progress)) {
+    throw Error(ErrorKind::kInvalidArgument, "progress is NaN", {}, "jobs.progress");
+  }
+  if (state.status == JobStatusName(JobStatus::kCanceled)) return std::nullopt;
+  std::vector<std::pair<std::string_view, Json>> sets;
+  std::optional<double> progress = update.progress;
+  if (progress) progress = std::clamp(*progress, 0.0, 1.0);
+  if (update.status) {
+    sets.emplace_back("status", std::string(JobStatusName(*update.status)));
+    if (IsTerminal(*update.status) && !state.has_finished) sets.emplace_back("finished_at", NowTimestamp());
+    if (*update.status == JobStatus::kComplete) progress = 1.0;
+  }
+  if (progress) sets.emplace_back("progress", *progress);
+  if (update.task_id) sets.emplace_back("task_id", *update.task_id);
+  if (update.config) sets.emplace_back("config", *update.config);
+  if (update.started && !state.has_started) sets.emplace_back("started_at", NowTimestamp());
+  return sets;
+}
+
+}  // namespace store
 
 ProfilerDataColumns SplitProfilerData(const Json& profiler_data) {
   ProfilerDataColumns out;
@@ -158,5 +228,7 @@ std::filesystem::path DefaultDbPath() {
   if (env != nullptr && *env != '\0') return env;
   return std::filesystem::path("runs") / "kernels.sqlite3";
 }
+
+std::string DefaultStoreUrl() { return DefaultDbPath().string(); }
 
 }  // namespace kf

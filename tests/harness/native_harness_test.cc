@@ -90,7 +90,7 @@ TEST(NativeHarnessSerialE2E, OclMatmulFastIsCorrectWithSpeedupAndStored) {
   TempDir tmp;
   auto [rc, out, j] = RunNative(tmp, "ocl_matmul", "fast.cl");
   ASSERT_EQ(rc, 0) << out;
-  EXPECT_EQ(j["status"], "correct") << out;
+  EXPECT_TRUE(testing::CorrectAndTimed(j["status"])) << out;
   EXPECT_GT(j["speedup"].get<double>(), 1.0) << out;
   // The stored row, read back through `kf results` (the same SQLite file).
   auto [qrc, rows] = RunShell("'" + (testing::BinaryDir() / "kf").string() + "' results --json --db '" +
@@ -122,7 +122,7 @@ TEST(NativeHarnessE2E, OclVectorAddFastIsCorrectAndTheVloadBugIsAValueMismatch) 
   TempDir tmp;
   auto [rc, out, j] = RunNative(tmp, "ocl_vector_add", "fast.cl");
   ASSERT_EQ(rc, 0) << out;
-  EXPECT_EQ(j["status"], "correct") << out;
+  EXPECT_TRUE(testing::CorrectAndTimed(j["status"])) << out;
   EXPECT_GT(j["speedup"].get<double>(), 0.0) << out;  // measured against the C++ loop; its size is the machine's
   auto [wrc, wout, wj] = RunNative(tmp, "ocl_vector_add", "wrong.cl", "--no-reference --no-store");
   EXPECT_EQ(wrc, 1) << wout;
@@ -145,7 +145,7 @@ TEST(NativeHarnessE2E, CudaSoftmaxBuildsWithNvccForGpuArchAndSaysWhyItIsSkipped)
   EXPECT_EQ(j["build_result"]["result"]["returncode"], 0);
   if (has_gpu) {
     EXPECT_EQ(rc, 0) << out;
-    EXPECT_EQ(j["status"], "correct") << out;
+    EXPECT_TRUE(testing::CorrectAndTimed(j["status"])) << out;
   } else {
     EXPECT_EQ(rc, 1) << out;
     EXPECT_EQ(j["status"], "skipped") << out;

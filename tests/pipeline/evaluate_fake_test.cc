@@ -58,10 +58,30 @@ class FakeHarness final : public Harness {
     Note("correctness " + req.variant.key + " " + req.gpu_arch);
     return correctness(req);
   }
+  // A paired request runs both sides "in one process": the reference's result and a timing record come back
+  // with the candidate's (speedup = the ratio of the two fake means, interval ±5 %, unless `timing` says else).
   PhaseRun Performance(const TestRequest& req) const override {
-    Note("performance " + req.variant.key + " " + req.gpu_arch);
-    return performance(req);
+    Note("performance " + req.variant.key + (req.paired_with ? "+" + req.paired_with->key : "") + " " + req.gpu_arch);
+    PhaseRun out = performance(req);
+    if (!req.paired_with || out.verdict.status != EvalStatus::kCorrect) return out;
+    TestRequest ref_req = req;
+    ref_req.variant = *req.paired_with;
+    ref_req.paired_with.reset();
+    PhaseRun ref = performance(ref_req);
+    auto mean = [](const PhaseRun& r) { return (*r.result.output_data)["runtimes"].begin()->at(0).get<double>(); };
+    const double speedup = mean(ref) / mean(out);
+    Json record = {{"paired", true}, {"status", "correct"}, {"detail", ""}, {"speedup", speedup},
+                   {"ci", Json::array({speedup * 0.95, speedup * 1.05})}, {"rounds", 24}};
+    if (timing) timing(record);
+    out.timing = Json{{"paired", Json{{"task.py::TestX::test_bench", record}}}, {"conditions", Json::object()}};
+    const std::string status = record["status"];
+    if (status != "correct") out.verdict = {*EvalStatusFromName(status), record["detail"]};
+    out.reference_result = ref.result;
+    out.reference_verdict = ref.verdict;
+    return out;
   }
+  /// Edits the timing record of a paired run (status, speedup, ci, …).
+  std::function<void(Json&)> timing;
   std::vector<std::string> calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
@@ -109,9 +129,15 @@ TEST_F(EvaluateFake, CorrectCandidateIsTimedAgainstTheReference) {
   EXPECT_EQ(ev.result.status, EvalStatus::kCorrect) << ev.result.status_detail;
   EXPECT_EQ(ev.result.perf_score, 5);
   EXPECT_DOUBLE_EQ(ev.result.runtime_improvement, 2.0);
+  // Correctness of both sides first, then one paired performance run times the two against each other.
   EXPECT_EQ(harness_.calls(), (std::vector<std::string>{"build custom", "correctness custom cpu",
-                                                          "performance custom cpu", "correctness reference cpu",
-                                                          "performance reference cpu"}));
+                                                          "correctness reference cpu",
+                                                          "performance custom+reference cpu"}));
+  ASSERT_EQ(ev.result.benchmarks.size(), 1u);
+  EXPECT_TRUE(ev.result.benchmarks[0].paired);
+  EXPECT_DOUBLE_EQ(ev.result.benchmarks[0].speedup_ci_low, 1.9);
+  EXPECT_DOUBLE_EQ(ev.result.benchmarks[0].speedup_ci_high, 2.1);
+  EXPECT_EQ(ev.result.timing["paired"]["task.py::TestX::test_bench"]["rounds"], 24);
   EXPECT_EQ(ev.output_code, "int k() { return 2; }\n");
   ASSERT_TRUE(ev.task.test_result.has_value());
   ASSERT_TRUE(ev.task.test_result_reference.has_value());
@@ -181,7 +207,8 @@ TEST_F(EvaluateFake, FailingCorrectnessIsNotTimed) {
   EXPECT_EQ(ev.result.status, EvalStatus::kValueMismatch);
   EXPECT_EQ(ev.result.perf_score, 4);
   const auto calls = harness_.calls();
-  EXPECT_EQ(std::count(calls.begin(), calls.end(), "performance custom cpu"), 0);
+  EXPECT_EQ(std::count_if(calls.begin(), calls.end(), [](const std::string& c) { return c.rfind("perf", 0) == 0; }),
+            0);
 }
 
 TEST_F(EvaluateFake, FailingReferenceCorrectnessIsReferenceFailed) {
@@ -276,6 +303,7 @@ TEST_F(EvaluateFake, ReferenceOnlyRunTestsOnlyTheReference) {
   Evaluation ev = Run(MakeTask(), std::nullopt, o);
   EXPECT_EQ(ev.result.status, EvalStatus::kReferenceOnly);
   EXPECT_EQ(harness_.calls(), (std::vector<std::string>{"correctness reference cpu", "performance reference cpu"}));
+  EXPECT_FALSE(ev.result.benchmarks.empty());
 }
 
 TEST_F(EvaluateFake, ReferenceOnlyRunOfANativeKindBuildsTheCandidateProgram) {
@@ -308,6 +336,27 @@ TEST_F(EvaluateFake, CancelledDuringTheTestsStopsStartingPhases) {
   Evaluation ev = Run(MakeTask(), std::nullopt, o);
   EXPECT_EQ(ev.result.status, EvalStatus::kCanceled);
   EXPECT_EQ(harness_.calls(), (std::vector<std::string>{"build custom", "correctness custom cpu"}));
+}
+
+TEST_F(EvaluateFake, PairedTimingVerdictsDecideTheStatus) {
+  struct Case {
+    const char* status;
+    EvalStatus expected;
+    int perf;
+  };
+  for (const Case& c : {Case{"noisy", EvalStatus::kNoisy, 5}, Case{"suspicious", EvalStatus::kSuspicious, 2},
+                        Case{"input_mutated", EvalStatus::kInputMutated, 3},
+                        Case{"output_changed_under_timing", EvalStatus::kOutputChangedUnderTiming, 4}}) {
+    harness_.timing = [&](Json& record) {
+      record["status"] = c.status;
+      record["detail"] = std::string("because ") + c.status;
+    };
+    Evaluation ev = Run(MakeTask());
+    EXPECT_EQ(ev.result.status, c.expected) << c.status << ": " << ev.result.status_detail;
+    EXPECT_EQ(ev.result.perf_score, c.perf) << c.status;
+    EXPECT_NE(ev.result.status_detail.find(std::string("because ") + c.status), std::string::npos)
+        << ev.result.status_detail;
+  }
 }
 
 TEST_F(EvaluateFake, TimedPhasesOfConcurrentEvaluationsNeverOverlap) {

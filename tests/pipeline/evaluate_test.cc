@@ -3,6 +3,7 @@
 // runtime hyperparameters, no reference (never NaN), reference-only runs (B20), extraction failures.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -82,7 +83,7 @@ TEST_F(PyScale, CorrectCandidateHasSpeedupAndPerfScore5) {
   EvaluateOptions o;
   o.progress = [&](const PhaseEvent& e) { events.push_back(e); };
   Evaluation ev = Run("def scale(xs):\n    return [x + x for x in xs]\n", o);
-  EXPECT_EQ(ev.result.status, EvalStatus::kCorrect) << ev.result.status_detail << "\n" << ev.result.eval_log;
+  EXPECT_TRUE(IsCorrectFamily(ev.result.status)) << ev.result.status_detail << "\n" << ev.result.eval_log;
   EXPECT_EQ(ev.result.perf_score, 5);
   EXPECT_TRUE(ev.result.compiled && ev.result.correctness);
   EXPECT_GT(ev.result.runtime_improvement, 0);
@@ -101,10 +102,12 @@ TEST_F(PyScale, CorrectCandidateHasSpeedupAndPerfScore5) {
       "task.py::TestScale::test_benchmark"));
   EXPECT_EQ(ev.input_code, "def scale(xs):\n    return [2 * x for x in xs]\n");
   EXPECT_EQ(ev.output_code, "def scale(xs):\n    return [x + x for x in xs]\n");
-  // Progress: correctness and performance, start and end, for custom and reference.
-  int finished = 0;
-  for (const PhaseEvent& e : events) finished += e.finished && e.ok;
-  EXPECT_EQ(finished, 4);
+  // Progress: correctness of custom and reference, then one paired performance run timing both.
+  std::vector<std::string> finished;
+  for (const PhaseEvent& e : events)
+    if (e.finished && e.ok) finished.push_back(std::string(e.phase == Phase::kCorrectness ? "c:" : "p:") + e.variant);
+  std::sort(finished.begin(), finished.end());
+  EXPECT_EQ(finished, (std::vector<std::string>{"c:custom", "c:reference", "p:custom+reference"}));
   EXPECT_EQ(ev.logs.size(), 4u);
   EXPECT_TRUE(testing::ProcessesUnder(tmp_.path() / "work").empty());
   EXPECT_FALSE(std::filesystem::exists(tmp_.path() / "work") &&
@@ -229,7 +232,7 @@ TEST_F(PyScale, CliRunAndValidateRun) {
   auto [rc2, out2] = testing::RunShell(Kf("validate '" + dir_.string() + "' --run --db '" + db.string() + "'"));
   EXPECT_EQ(rc2, 0) << out2;
   EXPECT_NE(out2.find("reference run: PASSED (reference_only)"), std::string::npos) << out2;
-  auto store = SqliteStore::Open(db, SqliteOptions{true});
+  auto store = OpenStore(db.string(), {.read_only = true});
   std::vector<Json> kernels = store->ListKernels({});
   ASSERT_EQ(kernels.size(), 1u);
   EXPECT_EQ(kernels[0]["job_status"], "VALIDATED");

@@ -218,11 +218,11 @@ void RunImported(const std::string& problem, const std::string& sets, const std:
   std::string cand = candidate.empty() ? "" : " --candidate " + Q(testing::SourceDir() / candidate);
   auto [rrc, out] = RunShell(Kf("run " + Q(task) + cand + " --db " + Q(db) + " --json " + Q(tmp.path() / "out.json")));
   ASSERT_EQ(rrc, 0) << out;
-  EXPECT_TRUE(Has(out, "status: correct   (reference-compatible status: correct)")) << out;
+  EXPECT_TRUE(testing::HasCorrectVerdictLine(out)) << out;
   EXPECT_TRUE(Has(out, "task.py::TestKernelBench::test_benchmark")) << out;
   EXPECT_TRUE(Has(out, "overall speedup (geomean):")) << out;
   Json j = Json::parse(ReadFile(tmp.path() / "out.json"));
-  EXPECT_EQ(j["status"], "correct");
+  EXPECT_TRUE(testing::CorrectAndTimed(j["status"])) << out;
   EXPECT_EQ(j["perf_score"], 5);
   EXPECT_GT(j["speedup"].get<double>(), 0.0);
   EXPECT_EQ(testing::SqlValue(db, "SELECT COUNT(*) FROM jobs WHERE status = 'COMPLETE'"), "1");

@@ -54,20 +54,20 @@ def test_correct_candidate_with_progress_from_worker_threads(omp_task, tmp_path)
     finally:
         stop.set()
         t.join()
-    assert ev.status == "correct" and ev.correct and ev.perf_score == 5, ev.eval_log
+    assert ev.status in ("correct", "noisy") and ev.correct and ev.perf_score == 5, ev.eval_log
     assert ev.speedup > 0 and ev.runtime_ms > 0 and ev.combined_score > 5
     assert ev.archs == ["cpu"] and "#pragma omp parallel" in ev.output_code and "#pragma" not in ev.input_code
     assert ev.task.build_result.result.returncode == 0
     assert ev.task.test_result.correctness_result.returncode == 0
     assert ev.task.test_result_reference is not None
-    assert ev.eval_result["perf_score"] == 5 and ev.result["status"] == "correct"
+    assert ev.eval_result["perf_score"] == 5 and ev.result["status"] in ("correct", "noisy")
     assert [log["name"] for log in ev.logs][0] == "build custom"
     assert ev.timings["wall_s"] >= ev.timings["build_s"] > 0 and ev.work_dirs == []
     assert list(tmp_path.iterdir()) == []  # work dirs removed
 
     phases = [(e["phase"], e["variant"], e["finished"]) for _, e in events]
     assert ("build candidate", "custom", False) in phases and ("build candidate", "custom", True) in phases
-    assert ("correctness", "custom", True) in phases and ("performance", "reference", True) in phases
+    assert ("correctness", "custom", True) in phases and ("performance", "custom+reference", True) in phases
     assert all(e["ok"] for _, e in events if e["finished"]), events
     assert {tid for tid, _ in events} != {threading.get_ident()}  # callbacks came from pipeline threads
     assert any("g++" in line or "test_kernel" in line for line in lines)
@@ -177,7 +177,7 @@ def test_stored_results_are_readable(tmp_path):
     for url in (str(db), db, f"sqlite:///{db}"):
         with open_store(url) as store:
             rows = store.kernels(task_name="omp_reduction")
-            assert len(rows) == 1 and rows[0]["status"] == "correct" and rows[0]["job_status"] == "COMPLETE"
+            assert len(rows) == 1 and rows[0]["status"] in ("correct", "noisy") and rows[0]["job_status"] == "COMPLETE"
             assert rows[0]["improve_over_native"] > 0
             job = store.job(rows[0]["job_id"])
             assert job["status"] == "COMPLETE" and job["progress"] == 1.0
@@ -189,8 +189,10 @@ def test_stored_results_are_readable(tmp_path):
                 store.job(12345)
             with pytest.raises(ValueError):
                 store.kernels(columns=["no_such_column"])
-    with pytest.raises(NotImplementedError):
-        open_store("postgresql://localhost/kernels")
+    with pytest.raises(OSError):  # a PostgreSQL URL is understood; nothing listens on port 1
+        open_store("postgresql://kf@127.0.0.1:1/kernels")
+    with pytest.raises(ValueError):  # an unknown scheme is an error, not a file name
+        open_store("mysql://localhost/kernels")
     os.chmod(db, 0o444)  # read-only access is enough
     assert len(open_store(db).kernels()) == 1
     sqlite3.connect(db).close()

@@ -7,19 +7,17 @@
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/store.hpp"
+#include "store/store_backends.hpp"
 #include "test_util.hpp"
 
 namespace kf {
 namespace {
 
-using testing::TempDir;
+using testing::Backend;
 
-class JobsTest : public ::testing::Test {
+class JobsTest : public testing::BackendTest {
  protected:
-  void SetUp() override { store_ = SqliteStore::Open(tmp_.path() / "k.sqlite3"); }
   Json Job(int64_t id) { return store_->GetJob(id); }
-  TempDir tmp_;
-  std::unique_ptr<SqliteStore> store_;
 };
 
 TEST(JobStatusNames, RoundTripAndTerminality) {
@@ -38,7 +36,7 @@ TEST(JobStatusNames, RoundTripAndTerminality) {
   EXPECT_THROW(ParseJobStatus("CANCELLED"), Error);
 }
 
-TEST_F(JobsTest, CreateJobStartsInInit) {
+TEST_P(JobsTest, CreateJobStartsInInit) {
   int64_t id = store_->CreateJob("KernelBench", {{"task_name", "relu"}, {"num_trials", 3}});
   EXPECT_EQ(id, 1);
   Json job = Job(id);
@@ -58,7 +56,7 @@ TEST_F(JobsTest, CreateJobStartsInInit) {
   EXPECT_TRUE(Job(2)["config"].is_null());
 }
 
-TEST_F(JobsTest, RunStartedProgressAndComplete) {
+TEST_P(JobsTest, RunStartedProgressAndComplete) {
   int64_t id = store_->CreateJob("custom", Json::object());
   ASSERT_EQ(store_->UpdateJob(id, {.status = JobStatus::kRun, .task_id = "abc123", .started = true}),
             JobUpdateOutcome::kUpdated);
@@ -98,7 +96,7 @@ TEST_F(JobsTest, RunStartedProgressAndComplete) {
   EXPECT_EQ(job["config"], (Json{{"validated", true}}));
 }
 
-TEST_F(JobsTest, FailSetsFinishedAtAndKeepsProgress) {
+TEST_P(JobsTest, FailSetsFinishedAtAndKeepsProgress) {
   int64_t id = store_->CreateJob("custom", nullptr);
   ASSERT_EQ(store_->UpdateJob(id, {.status = JobStatus::kRun, .progress = 0.4}), JobUpdateOutcome::kUpdated);
   ASSERT_EQ(store_->UpdateJob(id, {.status = JobStatus::kFail}), JobUpdateOutcome::kUpdated);
@@ -110,7 +108,7 @@ TEST_F(JobsTest, FailSetsFinishedAtAndKeepsProgress) {
 
 // Reference bug: updating a CANCELED job called sys.exit(1) from library code. Here the caller is told and
 // nothing is written; this test process keeps running.
-TEST_F(JobsTest, CanceledJobIsFinalAndReportedToTheCaller) {
+TEST_P(JobsTest, CanceledJobIsFinalAndReportedToTheCaller) {
   int64_t id = store_->CreateJob("custom", nullptr);
   ASSERT_EQ(store_->UpdateJob(id, {.status = JobStatus::kRun, .progress = 0.3}), JobUpdateOutcome::kUpdated);
   ASSERT_EQ(store_->UpdateJob(id, {.status = JobStatus::kCanceled}), JobUpdateOutcome::kUpdated);
@@ -125,12 +123,12 @@ TEST_F(JobsTest, CanceledJobIsFinalAndReportedToTheCaller) {
   EXPECT_EQ(Job(id), canceled) << "nothing changes on a canceled job";
   // Another process (here: another connection) cancelling the job is seen by the next update.
   int64_t other = store_->CreateJob("custom", nullptr);
-  EXPECT_EQ(SqliteStore::Open(store_->path())->UpdateJob(other, {.status = JobStatus::kCanceled}),
+  EXPECT_EQ(Open()->UpdateJob(other, {.status = JobStatus::kCanceled}),
             JobUpdateOutcome::kUpdated);
   EXPECT_EQ(store_->UpdateJob(other, {.progress = 0.5}), JobUpdateOutcome::kCanceled);
 }
 
-TEST_F(JobsTest, ErrorsLeaveTheJobUnchanged) {
+TEST_P(JobsTest, ErrorsLeaveTheJobUnchanged) {
   int64_t id = store_->CreateJob("custom", nullptr);
   Json before = Job(id);
   try {
@@ -156,6 +154,9 @@ TEST_F(JobsTest, ErrorsLeaveTheJobUnchanged) {
     EXPECT_NE(std::string(e.what()).find("999"), std::string::npos);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, JobsTest, ::testing::Values(Backend::kSqlite, Backend::kPostgres),
+                         testing::BackendParamName());
 
 }  // namespace
 }  // namespace kf

@@ -1,5 +1,6 @@
-// The SQLite schema: exact tables/columns/types of spec §5.6, readability by the sqlite3 CLI, and the
-// checks of an existing (stale, foreign or broken) database file.
+// The schema on every backend: exact tables/columns/types of spec §5.6 (SQLAlchemy's SQLite and PostgreSQL
+// type names), NOT NULL and server defaults, the checks of an existing (stale, foreign or broken) database,
+// databases created by the reference; SQLite's WAL mode, sqlite3 CLI and affinity rules.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -7,13 +8,15 @@
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/store.hpp"
-#include "store/schema.hpp"
 #include "store/sql_helpers.hpp"
+#include "store/sqlite_schema.hpp"
+#include "store/store_backends.hpp"
 #include "test_util.hpp"
 
 namespace kf {
 namespace {
 
+using testing::Backend;
 using testing::RunShell;
 using testing::Sql;
 using testing::SqlValue;
@@ -146,112 +149,126 @@ void ExpectError(Fn&& fn, ErrorKind kind, const std::string& field, const std::s
   }
 }
 
-TEST(StoreSchema, ColumnsAndDeclaredTypesMatchSpec) {
-  TempDir tmp;
-  auto db = tmp.path() / "kernels.sqlite3";
-  SqliteStore::Open(db);
-  auto tables = Sql(db, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name");
-  std::vector<std::string> names;
-  for (const auto& r : tables) names.push_back(r[0]);
-  EXPECT_EQ(names, (std::vector<std::string>{"baseline_times", "job_logs", "jobs", "kernels", "rag", "tasks"}));
-  for (const auto& [table, expected] : ExpectedSchema()) {
-    Columns actual;
-    for (const auto& r : Sql(db, "SELECT name, type FROM pragma_table_info('" + table + "') ORDER BY cid")) {
-      actual.emplace_back(r[0], r[1]);
-    }
-    EXPECT_EQ(actual, expected) << "table " << table;
-    // Every table has an integer or hash primary key called id.
-    EXPECT_EQ(SqlValue(db, "SELECT group_concat(name) FROM pragma_table_info('" + table + "') WHERE pk > 0"), "id");
-  }
+/// SQLAlchemy's PostgreSQL type names (information_schema spelling) for the SQLite ones above.
+std::string PgType(const std::string& sqlite_type) {
+  if (sqlite_type.rfind("VARCHAR(", 0) == 0) return "character varying" + sqlite_type.substr(7);
+  static const std::map<std::string, std::string> names = {
+      {"INTEGER", "integer"}, {"FLOAT", "double precision"}, {"VARCHAR", "character varying"}, {"TEXT", "text"},
+      {"BOOLEAN", "boolean"}, {"DATETIME", "timestamp with time zone"}, {"JSON", "json"}};
+  return names.at(sqlite_type);
 }
 
-TEST(StoreSchema, NotNullAndServerDefaultsAsSqlalchemyDeclares) {
-  TempDir tmp;
-  auto db = tmp.path() / "k.sqlite3";
-  SqliteStore::Open(db);
-  auto not_null = [&](const std::string& table) {
-    std::vector<std::string> out;
-    for (const auto& r : Sql(db, "SELECT name FROM pragma_table_info('" + table + "') WHERE \"notnull\" ORDER BY cid")) {
-      out.push_back(r[0]);
-    }
+class SchemaTest : public testing::BackendTest {
+ protected:
+  bool IsSqlite() const { return GetParam() == Backend::kSqlite; }
+  /// (name, declared type) of every column of `table`, in order, as the backend reports them.
+  Columns ColumnsOf(const testing::TestDatabase& db, const std::string& table) const {
+    Columns out;
+    std::string sql = IsSqlite() ? "SELECT name, type FROM pragma_table_info('" + table + "') ORDER BY cid"
+                                 : "SELECT column_name, data_type || coalesce('(' || character_maximum_length || ')', "
+                                   "'') FROM information_schema.columns WHERE table_schema = 'public' AND table_name = '" +
+                                       table + "' ORDER BY ordinal_position";
+    for (const auto& r : db.Sql(sql)) out.emplace_back(r[0], r[1]);
     return out;
-  };
-  // kernels.task_id is nullable here on purpose (the reference's NOT NULL is listed as a bug).
-  EXPECT_EQ(not_null("kernels"), (std::vector<std::string>{"id", "timestamp", "db_user"}));
-  EXPECT_EQ(not_null("tasks"), (std::vector<std::string>{"id", "task_name", "task_origin", "has_build_step"}));
-  EXPECT_EQ(not_null("jobs"), (std::vector<std::string>{"id", "task_origin", "status", "progress", "created_at"}));
-  EXPECT_EQ(not_null("job_logs"), (std::vector<std::string>{"id", "job_id", "level", "timestamp", "message"}));
-  EXPECT_EQ(SqlValue(db, "SELECT dflt_value FROM pragma_table_info('kernels') WHERE name='timestamp'"),
-            "CURRENT_TIMESTAMP");
-  // The integer primary keys are rowid aliases (autoincrementing).
-  Sql(db, "INSERT INTO job_logs (job_id, level, message) VALUES (1, 'INFO', 'x')");
-  EXPECT_EQ(SqlValue(db, "SELECT id FROM job_logs"), "1");
-}
-
-TEST(StoreSchema, SqliteCliOpensTheDatabaseInWalMode) {
-  TempDir tmp;
-  auto db = tmp.path() / "runs" / "kernels.sqlite3";  // parent directory is created
-  SqliteStore::Open(db)->CreateJob("custom", Json::object());
-  auto [rc, out] = RunShell("sqlite3 '" + db.string() + "' '.tables'");
-  ASSERT_EQ(rc, 0) << out;
-  for (const char* t : {"baseline_times", "job_logs", "jobs", "kernels", "rag", "tasks"}) {
-    EXPECT_NE(out.find(t), std::string::npos) << t << " missing in: " << out;
   }
-  auto [rc2, mode] = RunShell("sqlite3 '" + db.string() + "' 'PRAGMA journal_mode; SELECT status FROM jobs;'");
-  ASSERT_EQ(rc2, 0) << mode;
-  EXPECT_EQ(mode, "wal\nINIT\n");
+  std::vector<std::string> NotNull(const std::string& table) const {
+    std::vector<std::string> out;
+    std::string sql = IsSqlite() ? "SELECT name FROM pragma_table_info('" + table + "') WHERE \"notnull\" ORDER BY cid"
+                                 : "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' "
+                                   "AND table_name = '" + table + "' AND is_nullable = 'NO' ORDER BY ordinal_position";
+    for (const auto& r : db_->Sql(sql)) out.push_back(r[0]);
+    return out;
+  }
+};
+
+TEST_P(SchemaTest, ColumnsAndDeclaredTypesMatchSpec) {
+  std::string tables_sql = IsSqlite() ? "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"
+                                      : "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                                        "'public' ORDER BY table_name";
+  std::vector<std::string> names;
+  for (const auto& r : db_->Sql(tables_sql)) names.push_back(r[0]);
+  // The reference's six tables plus our kf_kernel_status.
+  EXPECT_EQ(names, (std::vector<std::string>{"baseline_times", "job_logs", "jobs", "kernels", "kf_kernel_status", "rag",
+                                             "tasks"}));
+  EXPECT_EQ(ColumnsOf(*db_, "kf_kernel_status"),
+            (Columns{{"kernel_id", IsSqlite() ? "INTEGER" : "integer"},
+                     {"task_name", IsSqlite() ? "VARCHAR" : "character varying"},
+                     {"kf_status", IsSqlite() ? "VARCHAR(32)" : "character varying(32)"}}));
+  for (const auto& [table, sqlite_expected] : ExpectedSchema()) {
+    Columns expected = sqlite_expected;
+    if (!IsSqlite()) {
+      for (auto& [name, type] : expected) type = PgType(type);
+    }
+    EXPECT_EQ(ColumnsOf(*db_, table), expected) << "table " << table;
+    // Every table has an integer or hash primary key called id.
+    std::string pk_sql =
+        IsSqlite() ? "SELECT group_concat(name) FROM pragma_table_info('" + table + "') WHERE pk > 0"
+                   : "SELECT string_agg(a.attname, ',') FROM pg_index i JOIN pg_attribute a ON a.attrelid = "
+                     "i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = '" + table + "'::regclass AND i.indisprimary";
+    EXPECT_EQ(db_->Value(pk_sql), "id") << table;
+  }
 }
 
-TEST(StoreSchema, DroppedColumnMakesTheDatabaseStale) {
-  TempDir tmp;
-  auto db = tmp.path() / "k.sqlite3";
-  SqliteStore::Open(db);
-  Sql(db, "ALTER TABLE kernels DROP COLUMN improve_over_compile");
-  ExpectError([&] { SqliteStore::Open(db); }, ErrorKind::kInvalidArgument, "kernels.improve_over_compile",
-              "database file is stale");
-  ExpectError([&] { SqliteStore::Open(db, {.read_only = true}); }, ErrorKind::kInvalidArgument,
-              "kernels.improve_over_compile", "is missing");
+TEST_P(SchemaTest, NotNullAndServerDefaultsAsSqlalchemyDeclares) {
+  // kernels.task_id is nullable here on purpose (the reference's NOT NULL is listed as a bug).
+  EXPECT_EQ(NotNull("kernels"), (std::vector<std::string>{"id", "timestamp", "db_user"}));
+  EXPECT_EQ(NotNull("tasks"), (std::vector<std::string>{"id", "task_name", "task_origin", "has_build_step"}));
+  EXPECT_EQ(NotNull("jobs"), (std::vector<std::string>{"id", "task_origin", "status", "progress", "created_at"}));
+  EXPECT_EQ(NotNull("job_logs"), (std::vector<std::string>{"id", "job_id", "level", "timestamp", "message"}));
+  EXPECT_EQ(db_->Value(IsSqlite() ? "SELECT dflt_value FROM pragma_table_info('kernels') WHERE name='timestamp'"
+                                  : "SELECT column_default FROM information_schema.columns WHERE table_name = "
+                                    "'kernels' AND column_name = 'timestamp'"),
+            IsSqlite() ? "CURRENT_TIMESTAMP" : "now()");
+  // The integer primary keys autoincrement (rowid alias / SERIAL) and the server fills the timestamp.
+  db_->Sql("INSERT INTO job_logs (job_id, level, message) VALUES (1, 'INFO', 'x')");
+  EXPECT_EQ(db_->Value("SELECT id FROM job_logs"), "1");
+  EXPECT_EQ(store_->ListJobLogs(1).at(0)["timestamp"].get<std::string>().size(), IsSqlite() ? 19u : 26u);
 }
 
-TEST(StoreSchema, MissingTableIsStaleWhenReadOnlyAndCreatedOtherwise) {
-  TempDir tmp;
-  auto db = tmp.path() / "k.sqlite3";
-  SqliteStore::Open(db);
-  Sql(db, "DROP TABLE job_logs");
-  ExpectError([&] { SqliteStore::Open(db, {.read_only = true}); }, ErrorKind::kInvalidArgument, "job_logs",
+TEST_P(SchemaTest, DroppedColumnMakesTheDatabaseStale) {
+  db_->Sql("ALTER TABLE kernels DROP COLUMN improve_over_compile");
+  ExpectError([&] { Open(); }, ErrorKind::kInvalidArgument, "kernels.improve_over_compile", "database file is stale");
+  ExpectError([&] { Open({.read_only = true}); }, ErrorKind::kInvalidArgument, "kernels.improve_over_compile",
+              "is missing");
+}
+
+TEST_P(SchemaTest, MissingTableIsStaleWhenReadOnlyAndCreatedOtherwise) {
+  db_->Sql("DROP TABLE job_logs");
+  ExpectError([&] { Open({.read_only = true}); }, ErrorKind::kInvalidArgument, "job_logs",
               "table 'job_logs' is missing");
-  SqliteStore::Open(db);  // read-write creates the missing table, as SQLAlchemy's create_all does
-  EXPECT_EQ(SqlValue(db, "SELECT count(*) FROM pragma_table_info('job_logs')"), "9");
+  Open();  // read-write creates the missing table, as SQLAlchemy's create_all does
+  EXPECT_EQ(db_->Value(IsSqlite() ? "SELECT count(*) FROM pragma_table_info('job_logs')"
+                                  : "SELECT count(*) FROM information_schema.columns WHERE table_name = 'job_logs'"),
+            "9");
 }
 
-TEST(StoreSchema, ColumnWithAnotherTypeAffinityIsStale) {
-  TempDir tmp;
-  auto db = tmp.path() / "k.sqlite3";
-  Sql(db,
-      "CREATE TABLE baseline_times (id INTEGER NOT NULL, level VARCHAR NOT NULL, task_name VARCHAR NOT NULL, "
-      "mean TEXT, std FLOAT, min FLOAT, max FLOAT, num_trials INTEGER, hardware VARCHAR, device VARCHAR, "
-      "platform VARCHAR, backend VARCHAR, PRIMARY KEY (id))");
-  ExpectError([&] { SqliteStore::Open(db); }, ErrorKind::kInvalidArgument, "baseline_times.mean",
-              "declared TEXT but should be FLOAT");
+TEST_P(SchemaTest, ColumnWithAnotherTypeIsStale) {
+  testing::TestDatabase fresh(GetParam());
+  fresh.Sql(std::string("CREATE TABLE baseline_times (id ") + (IsSqlite() ? "INTEGER" : "SERIAL") +
+            " NOT NULL, level VARCHAR NOT NULL, task_name VARCHAR NOT NULL, mean TEXT, std FLOAT, min FLOAT, "
+            "max FLOAT, num_trials INTEGER, hardware VARCHAR, device VARCHAR, platform VARCHAR, backend VARCHAR, "
+            "PRIMARY KEY (id))");
+  ExpectError([&] { OpenStore(fresh.url()); }, ErrorKind::kInvalidArgument, "baseline_times.mean",
+              IsSqlite() ? "declared TEXT but should be FLOAT" : "declared text but should be FLOAT");
 }
 
-TEST(StoreSchema, ExtraColumnsOfANewerSchemaAreAccepted) {
-  TempDir tmp;
-  auto db = tmp.path() / "k.sqlite3";
-  SqliteStore::Open(db);
-  Sql(db, "ALTER TABLE kernels ADD COLUMN future_metric FLOAT");
-  auto store = SqliteStore::Open(db);
+TEST_P(SchemaTest, ExtraColumnsOfANewerSchemaAreAccepted) {
+  db_->Sql("ALTER TABLE kernels ADD COLUMN future_metric FLOAT");
+  auto store = Open();
   EXPECT_GT(store->InsertKernel({{"task_name", "t"}}), 0);
 }
 
 // A database as the reference's SQLAlchemy models create it (kernels.task_id NOT NULL, quoted mixed-case
-// names, no AUTOINCREMENT keyword) is accepted and written to.
-TEST(StoreSchema, AcceptsADatabaseCreatedByTheReference) {
-  TempDir tmp;
-  auto db = tmp.path() / "ref.sqlite3";
+// names, SQLite: no AUTOINCREMENT keyword; PostgreSQL: SERIAL, TIMESTAMP WITH TIME ZONE DEFAULT now()) is
+// accepted and written to.
+TEST_P(SchemaTest, AcceptsADatabaseCreatedByTheReference) {
+  testing::TestDatabase ref(GetParam());
+  std::string id = IsSqlite() ? "id INTEGER NOT NULL" : "id SERIAL NOT NULL";
+  std::string ts = IsSqlite() ? "timestamp DATETIME DEFAULT (CURRENT_TIMESTAMP) NOT NULL"
+                              : "timestamp TIMESTAMP WITH TIME ZONE DEFAULT now() NOT NULL";
   std::string kernels =
-      "CREATE TABLE kernels (\n\tid INTEGER NOT NULL, \n\ttimestamp DATETIME DEFAULT (CURRENT_TIMESTAMP) NOT NULL, "
-      "\n\tuuid VARCHAR, parent_uuid VARCHAR, task_name VARCHAR, \"Level_ID\" INTEGER, input_code TEXT, "
+      "CREATE TABLE kernels (\n\t" + id + ", \n\t" + ts +
+      ", \n\tuuid VARCHAR, parent_uuid VARCHAR, task_name VARCHAR, \"Level_ID\" INTEGER, input_code TEXT, "
       "input_language VARCHAR, output_code TEXT, output_language VARCHAR, \"Op_ID\" VARCHAR, job_name VARCHAR, "
       "prompt TEXT, answer TEXT, status VARCHAR, trial INTEGER, runtime FLOAT, runtime_stats JSON, "
       "improve_over_native FLOAT, improve_over_compile FLOAT, score INTEGER, eval_log TEXT, version INTEGER, "
@@ -260,9 +277,9 @@ TEST(StoreSchema, AcceptsADatabaseCreatedByTheReference) {
       "optimization_profile JSON, gpu_arch VARCHAR, eval_worker_info JSON, compile_worker_info JSON, config JSON, "
       "task_id VARCHAR(64) NOT NULL, job_id INTEGER, agent_session_id VARCHAR(64), db_user VARCHAR(128) NOT NULL, "
       "\n\tPRIMARY KEY (id)\n)";
-  Sql(db, kernels);
-  Sql(db, "INSERT INTO kernels (task_id, db_user, task_name, score) VALUES ('abc', 'ref', 'old', 5)");
-  auto store = SqliteStore::Open(db);
+  ref.Sql(kernels);
+  ref.Sql("INSERT INTO kernels (task_id, db_user, task_name, score) VALUES ('abc', 'ref', 'old', 5)");
+  auto store = OpenStore(ref.url());
   EXPECT_GT(store->InsertKernel({{"task_id", "def"}, {"task_name", "new"}, {"score", 3}}), 0);
   // Their NOT NULL task_id still holds: a row without one is refused with the column named.
   try {
@@ -275,22 +292,112 @@ TEST(StoreSchema, AcceptsADatabaseCreatedByTheReference) {
   auto rows = store->ListKernels({});
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0]["task_name"], "old");
-  EXPECT_EQ(rows[0]["timestamp"].get<std::string>().size(), 19u);  // server default, no fraction
+  // The server default: SQLite's CURRENT_TIMESTAMP has no fraction; PostgreSQL's now() has microseconds.
+  EXPECT_EQ(rows[0]["timestamp"].get<std::string>().size(), IsSqlite() ? 19u : 26u);
   EXPECT_EQ(rows[1]["score"], 3);
 }
 
-TEST(StoreSchema, ReadOnlyOpenOfMissingFileIsNotFoundAndCreatesNothing) {
+// The catalog our store creates equals the one SQLAlchemy's create_all makes from the reference's models
+// (tests/store/reference_models.py, written from spec §5.6): names, types, lengths, NOT NULL, defaults and
+// keys, on both backends; the one deliberate difference is kernels.task_id being nullable. Our store then
+// appends to the SQLAlchemy-made database.
+TEST_P(SchemaTest, CatalogEqualsSqlalchemyCreateAll) {
+  testing::TestDatabase ref(GetParam());
+  std::string url = IsSqlite() ? "sqlite:///" + ref.url() : ref.url();
+  auto [rc, out] = RunShell("/usr/bin/python3 '" + (testing::SourceDir() / "tests/store/reference_models.py").string() +
+                            "' '" + url + "'");
+  ASSERT_EQ(rc, 0) << out;
+  auto catalog = [&](const testing::TestDatabase& db) {
+    std::vector<std::string> lines;
+    for (const auto& [table, columns] : ExpectedSchema()) {
+      std::string sql =
+          IsSqlite() ? "SELECT name, type, \"notnull\", coalesce(dflt_value, '-'), pk FROM pragma_table_info('" + table +
+                           "') ORDER BY cid"
+                     : "SELECT column_name, data_type, coalesce(character_maximum_length::text, '-'), is_nullable, "
+                       "coalesce(column_default, '-') FROM information_schema.columns WHERE table_schema = 'public' "
+                       "AND table_name = '" + table + "' ORDER BY ordinal_position";
+      for (const auto& r : db.Sql(sql)) {
+        std::string line = table;
+        for (const auto& cell : r) line += " | " + cell;
+        lines.push_back(line);
+      }
+    }
+    return lines;
+  };
+  std::vector<std::string> theirs = catalog(ref), ours = catalog(*db_);
+  ASSERT_EQ(theirs.size(), 100u);
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    if (ours[i].rfind("kernels | task_id", 0) == 0) {
+      EXPECT_NE(ours[i], theirs[i]) << "kernels.task_id: NOT NULL in the reference, nullable here";
+      continue;
+    }
+    EXPECT_EQ(ours[i], theirs[i]);
+  }
+  auto store = OpenStore(ref.url());
+  EXPECT_GT(store->InsertKernel({{"task_id", "t"}, {"task_name", "appended"}}), 0);
+  EXPECT_EQ(store->ListKernels({}).at(0)["task_name"], "appended");
+}
+
+TEST_P(SchemaTest, ReadOnlyOpenOfMissingDatabaseIsNotFoundAndCreatesNothing) {
+  if (IsSqlite()) {
+    auto db = db_->tmp().path() / "sub" / "none.sqlite3";
+    ExpectError([&] { OpenStore(db.string(), {.read_only = true}); }, ErrorKind::kNotFound, "", "does not exist");
+    EXPECT_FALSE(std::filesystem::exists(db.parent_path()));
+  } else {
+    testing::PgServer* server = testing::PgServer::Shared(nullptr);
+    ExpectError([&] { OpenStore(server->Url("kf_never_created"), {.read_only = true}); }, ErrorKind::kNotFound, "db",
+                "does not exist");
+    EXPECT_EQ(server->Sql("postgres", "SELECT count(*) FROM pg_database WHERE datname = 'kf_never_created'")[0][0], "0");
+  }
+}
+
+// Read-write opening creates what is missing: the SQLite file (and its directories), the PostgreSQL database.
+TEST_P(SchemaTest, ReadWriteOpenCreatesTheDatabase) {
+  std::string url;
+  if (IsSqlite()) {
+    url = (db_->tmp().path() / "new" / "dir" / "k.sqlite3").string();
+  } else {
+    url = testing::PgServer::Shared(nullptr)->Url("kf_created_on_first_use");
+  }
+  auto store = OpenStore(url);
+  EXPECT_EQ(store->CreateJob("custom", nullptr), 1);
+  EXPECT_EQ(OpenStore(url, {.read_only = true})->GetJob(1)["status"], "INIT");
+}
+
+// Read-only stores refuse every write with kIO and leave the database unchanged.
+TEST_P(SchemaTest, ReadOnlyStoreRefusesWrites) {
+  store_->CreateJob("custom", nullptr);
+  auto ro = Open({.read_only = true});
+  EXPECT_EQ(ro->GetJob(1)["status"], "INIT");
+  testing::ExpectError(ErrorKind::kIO, [&] { ro->InsertKernel({{"task_name", "x"}}); });
+  testing::ExpectError(ErrorKind::kIO, [&] { (void)ro->UpdateJob(1, {.status = JobStatus::kRun}); });
+  EXPECT_EQ(db_->Value("SELECT count(*) FROM kernels"), "0");
+  EXPECT_EQ(db_->Value("SELECT status FROM jobs WHERE id = 1"), "INIT");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, SchemaTest, ::testing::Values(Backend::kSqlite, Backend::kPostgres),
+                         testing::BackendParamName());
+
+TEST(StoreSchema, SqliteCliOpensTheDatabaseInWalMode) {
   TempDir tmp;
-  auto db = tmp.path() / "sub" / "none.sqlite3";
-  ExpectError([&] { SqliteStore::Open(db, {.read_only = true}); }, ErrorKind::kNotFound, "", "does not exist");
-  EXPECT_FALSE(std::filesystem::exists(db.parent_path()));
+  auto db = tmp.path() / "runs" / "kernels.sqlite3";  // parent directory is created
+  OpenStore(db.string())->CreateJob("custom", Json::object());
+  auto [rc, out] = RunShell("sqlite3 '" + db.string() + "' '.tables'");
+  ASSERT_EQ(rc, 0) << out;
+  for (const char* t : {"baseline_times", "job_logs", "jobs", "kernels", "rag", "tasks"}) {
+    EXPECT_NE(out.find(t), std::string::npos) << t << " missing in: " << out;
+  }
+  auto [rc2, mode] = RunShell("sqlite3 '" + db.string() + "' 'PRAGMA journal_mode; SELECT status FROM jobs;'");
+  ASSERT_EQ(rc2, 0) << mode;
+  EXPECT_EQ(mode, "wal\nINIT\n");
 }
 
 TEST(StoreSchema, FileThatIsNotADatabaseIsAParseError) {
   TempDir tmp;
   auto db = tmp.path() / "junk.sqlite3";
   testing::WriteFile(db, std::string(4096, 'x'));
-  ExpectError([&] { SqliteStore::Open(db); }, ErrorKind::kParse, "", "not a SQLite database");
+  ExpectError([&] { OpenStore(db.string()); }, ErrorKind::kParse, "", "not a SQLite database");
 }
 
 TEST(StoreSchema, TypeAffinityFollowsSqliteRules) {

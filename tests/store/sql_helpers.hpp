@@ -1,4 +1,4 @@
-// Direct SQLite access for store tests: reads what SqliteStore wrote (or tampers with a file) without
+// Direct SQLite access for store tests: reads what the SQLite store wrote (or tampers with a file) without
 // going through the code under test.
 #pragma once
 

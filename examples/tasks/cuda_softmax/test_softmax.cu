@@ -3,8 +3,8 @@
 // a CUDA device every test reports "skipped: no CUDA device: …" (the build still proves the candidate
 // compiles for the task's gpu_arch). Runtime hyperparameters: {"rows": R, "cols": C} (default 4096 x 1024).
 #define KF_TASK_MAIN
-#include "kernelfoundry/task_sdk.hpp"
-#include "kernelfoundry/task_sdk_cuda.hpp"
+#include "kernelfoundry/sdk/task_sdk.hpp"
+#include "kernelfoundry/sdk/task_sdk_cuda.hpp"
 
 #include <cmath>
 #include <vector>

@@ -1,10 +1,10 @@
 // Test program of the ocl_matmul task (KernelFoundry task SDK). The candidate is matmul.cl (kernel `matmul`,
 // global size n x n; KF_LOCAL_SIZE defined at build time sets a 2-D local size), the reference a plain C++
 // loop. Runtime hyperparameter: {"n": size} (default 512, a multiple of 16). OpenCL build logs and error
-// names are reported in the failure message (kernelfoundry/task_sdk_opencl.hpp).
+// names are reported in the failure message (kernelfoundry/sdk/task_sdk_opencl.hpp).
 #define KF_TASK_MAIN
-#include "kernelfoundry/task_sdk.hpp"
-#include "kernelfoundry/task_sdk_opencl.hpp"
+#include "kernelfoundry/sdk/task_sdk.hpp"
+#include "kernelfoundry/sdk/task_sdk_opencl.hpp"
 
 #include <string>
 #include <vector>

@@ -3,8 +3,8 @@
 // work-items. The reference is a plain C++ loop. Runtime hyperparameter: {"n": elements} (default 4,000,037:
 // odd on purpose, so tails are exercised).
 #define KF_TASK_MAIN
-#include "kernelfoundry/task_sdk.hpp"
-#include "kernelfoundry/task_sdk_opencl.hpp"
+#include "kernelfoundry/sdk/task_sdk.hpp"
+#include "kernelfoundry/sdk/task_sdk_opencl.hpp"
 
 #include <fstream>
 #include <regex>

@@ -1,7 +1,7 @@
-// Test program of the omp_reduction task (KernelFoundry task SDK; protocol in kernelfoundry/task_sdk.hpp).
+// Test program of the omp_reduction task (KernelFoundry task SDK; protocol in kernelfoundry/sdk/task_sdk.hpp).
 // Runtime hyperparameter: {"n": elements} (default 4 Mi).
 #define KF_TASK_MAIN
-#include "kernelfoundry/task_sdk.hpp"
+#include "kernelfoundry/sdk/task_sdk.hpp"
 
 #include <cmath>
 #include <cstddef>

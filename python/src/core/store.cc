@@ -1,9 +1,8 @@
 // Read access to stored results (the reference's tables, include/kernelfoundry/store.hpp) for Python.
 //
-// OpenResultStore is the one place that turns a database URL into a Store. Until the store module's
-// OpenStore(url) is on main it understands what SqliteStore::Open can serve: "sqlite:///relative/path",
-// "sqlite:////absolute/path" (SQLAlchemy URLs, as the reference's paths.kernels_db_path) and plain paths;
-// other schemes (postgresql://...) raise UnsupportedError. Databases are opened read-only.
+// OpenResultStore is the one place that turns a database URL into a Store: kf::OpenStore, read-only — plain
+// paths, "sqlite:///relative/path", "sqlite:////absolute/path" (SQLAlchemy URLs, as the reference's
+// paths.kernels_db_path) and "postgresql://user[:password]@host[:port]/db".
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -17,19 +16,7 @@ namespace kfpy {
 namespace {
 
 std::unique_ptr<kf::Store> OpenResultStore(const std::string& url) {
-  constexpr std::string_view kSqlite = "sqlite:///";
-  std::filesystem::path path;
-  if (url.rfind(kSqlite, 0) == 0) {
-    path = url.substr(kSqlite.size());  // "sqlite:////abs" leaves "/abs"
-  } else if (url.find("://") != std::string::npos) {
-    throw kf::Error(kf::ErrorKind::kUnsupported, "only sqlite:/// URLs and file paths are supported here", url);
-  } else {
-    path = url;
-  }
-  if (path.empty()) throw kf::Error(kf::ErrorKind::kInvalidArgument, "the URL names no database file", url);
-  kf::SqliteOptions options;
-  options.read_only = true;
-  return kf::SqliteStore::Open(path, options);
+  return kf::OpenStore(url, kf::StoreOptions{.read_only = true});
 }
 
 struct PyStore {
@@ -95,17 +82,18 @@ void RegisterStore(py::module_& m) {
   c.def("__repr__", [](const PyStore& s) { return "ResultStore('" + s.url + "')"; });
 
   m.def("open_store", [](py::handle url) {
-    std::string u = url.is_none() ? kf::DefaultDbPath().string() : FsPath(url, "url");
+    std::string u = url.is_none() ? kf::DefaultStoreUrl() : FsPath(url, "url");
     std::unique_ptr<kf::Store> store;
     {
       py::gil_scoped_release release;
       store = OpenResultStore(u);
     }
-    return PyStore{std::shared_ptr<kf::Store>(std::move(store)), u};
+    return PyStore{std::shared_ptr<kf::Store>(std::move(store)), kf::RedactStoreUrl(u)};  // no password in repr
   }, py::arg("url") = py::none(),
-        "Opens a results database read-only: a path, 'sqlite:///relative/path' or 'sqlite:////absolute/path'; None "
-        "= $KF_DB, else runs/kernels.sqlite3 (as `kf results`). Raises NotFoundError (a FileNotFoundError) for a "
-        "missing file, InvalidArgumentError for a stale schema, UnsupportedError for other URL schemes.");
+        "Opens a results database read-only: a path, 'sqlite:///relative/path', 'sqlite:////absolute/path' or "
+        "'postgresql://user[:password]@host[:port]/db'; None = $KF_DB, else runs/kernels.sqlite3 (as `kf results`). "
+        "Raises NotFoundError (a FileNotFoundError) for a missing file or database, InvalidArgumentError for a stale "
+        "schema or an unknown URL scheme, IoError (an OSError) when the server cannot be reached.");
 }
 
 }  // namespace kfpy

@@ -1,4 +1,4 @@
-// OpenCL helpers for native task test programs (header-only; include after kernelfoundry/task_sdk.hpp).
+// OpenCL helpers for native task test programs (header-only; include after kernelfoundry/sdk/task_sdk.hpp).
 //
 // What every OpenCL task needs and should not rewrite: one context + in-order queue on the first device of
 // the first platform (KF_SKIP when there is none, so a machine without OpenCL reports "skipped" instead of
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "kernelfoundry/task_sdk.hpp"
+#include "kernelfoundry/sdk/task_sdk.hpp"
 
 namespace kf::sdk::ocl {
 

@@ -1,4 +1,4 @@
-// CUDA helpers for native task test programs (header-only; include after kernelfoundry/task_sdk.hpp in a .cu
+// CUDA helpers for native task test programs (header-only; include after kernelfoundry/sdk/task_sdk.hpp in a .cu
 // file compiled by nvcc).
 //
 // A CUDA task must build on machines without a GPU (CI, laptops) and say so when it cannot run there:
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernelfoundry/task_sdk.hpp"
+#include "kernelfoundry/sdk/task_sdk.hpp"
 
 namespace kf::sdk::cuda {
 

@@ -1,35 +1,41 @@
-// SqliteStore writes and reads: tasks (golden to_database_task rows), kernels, job logs, transactions,
-// concurrent writers, and the EvalResult → kernels helpers.
+// Store writes and reads on every backend (SQLite, PostgreSQL): tasks (golden to_database_task rows),
+// kernels, job logs, transactions, concurrent writers, and the EvalResult → kernels helpers.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
 #include <regex>
 #include <thread>
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/store.hpp"
-#include "store/sql_helpers.hpp"
+#include "store/store_backends.hpp"
 #include "test_util.hpp"
 
 namespace kf {
 namespace {
 
+using testing::Backend;
 using testing::Golden;
 using testing::RunShell;
-using testing::Sql;
-using testing::SqlValue;
-using testing::TempDir;
 
 const std::regex kTimestamp(R"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6})");
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public testing::BackendTest {
  protected:
-  void SetUp() override { store_ = SqliteStore::Open(db_); }
-  TempDir tmp_;
-  std::filesystem::path db_ = tmp_.path() / "runs" / "kernels.sqlite3";
-  std::unique_ptr<SqliteStore> store_;
+  std::string Value(const std::string& sql) const { return db_->Value(sql); }
+  bool IsSqlite() const { return GetParam() == Backend::kSqlite; }
+  /// The stored type of an expression as the backend names it (SQLite typeof, PostgreSQL pg_typeof).
+  std::string TypeOf(const std::string& expr) const {
+    return IsSqlite() ? "typeof(" + expr + ")" : "pg_typeof(" + expr + ")::text";
+  }
+  /// A timestamp column as UTC text "YYYY-MM-DD HH:MM:SS.ffffff".
+  std::string UtcText(const std::string& column) const {
+    return IsSqlite() ? column : "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')";
+  }
 };
 
-TEST_F(StoreTest, InsertTaskFromGoldenRowAndIgnoreDuplicate) {
+TEST_P(StoreTest, InsertTaskFromGoldenRowAndIgnoreDuplicate) {
   for (const char* fixture : {"relu_cpu", "multi_block"}) {
     Json row = Golden(fixture)["to_database_task"];
     ASSERT_TRUE(row.is_object()) << fixture;
@@ -39,19 +45,22 @@ TEST_F(StoreTest, InsertTaskFromGoldenRowAndIgnoreDuplicate) {
     ASSERT_TRUE(stored.has_value());
     for (const auto& [key, value] : row.items()) EXPECT_EQ((*stored)[key], value) << fixture << " " << key;
   }
-  EXPECT_EQ(SqlValue(db_, "SELECT count(*) FROM tasks"), "2");
-  // Stored as SQLAlchemy does: booleans 0/1, JSON columns as JSON text.
+  EXPECT_EQ(Value("SELECT count(*) FROM tasks"), "2");
+  // Stored as SQLAlchemy does: booleans 0/1 (SQLite) or BOOLEAN, JSON columns as JSON text.
   Json relu = Golden("relu_cpu")["to_database_task"];
   std::string id = relu["id"];
-  EXPECT_EQ(SqlValue(db_, "SELECT typeof(has_build_step) || has_build_step FROM tasks WHERE id='" + id + "'"),
-            "integer1");
-  EXPECT_EQ(ParseJson(SqlValue(db_, "SELECT correctness_tests FROM tasks WHERE id='" + id + "'"), "db"),
+  EXPECT_EQ(Value("SELECT " + TypeOf("has_build_step") + " || '|' || CAST(has_build_step AS VARCHAR) FROM tasks "
+                  "WHERE id='" + id + "'"),
+            IsSqlite() ? "integer|1" : "boolean|true");
+  EXPECT_EQ(ParseJson(Value("SELECT correctness_tests FROM tasks WHERE id='" + id + "'"), "db"),
             relu["correctness_tests"]);
-  EXPECT_EQ(SqlValue(db_, "SELECT hyperparameters_runtime IS NULL FROM tasks WHERE id='" + id + "'"), "1");
+  EXPECT_EQ(Value("SELECT CASE WHEN hyperparameters_runtime IS NULL THEN 1 ELSE 0 END FROM tasks WHERE id='" + id +
+                  "'"),
+            "1");
   EXPECT_FALSE(store_->GetTask("0000").has_value());
 }
 
-TEST_F(StoreTest, InsertTaskMissingRequiredFieldNamesIt) {
+TEST_P(StoreTest, InsertTaskMissingRequiredFieldNamesIt) {
   Json row = Golden("relu_cpu")["to_database_task"];
   row.erase("task_origin");
   try {
@@ -61,10 +70,10 @@ TEST_F(StoreTest, InsertTaskMissingRequiredFieldNamesIt) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
     EXPECT_EQ(e.field(), "tasks.task_origin");
   }
-  EXPECT_EQ(SqlValue(db_, "SELECT count(*) FROM tasks"), "0");
+  EXPECT_EQ(Value("SELECT count(*) FROM tasks"), "0");
 }
 
-TEST_F(StoreTest, InsertKernelStoresTypedValuesAndDefaults) {
+TEST_P(StoreTest, InsertKernelStoresTypedValuesAndDefaults) {
   Json stats = {{"bmg", {{"TestX::test_benchmark", {{"mean", 1.23}, {"num_trials", 100}}}}}};
   Json row = {{"uuid", "u-1"},        {"task_name", "relu_cpu"}, {"task_id", std::string(64, 'a')},
               {"job_id", 7},          {"status", "correct"},     {"score", 5},
@@ -82,14 +91,15 @@ TEST_F(StoreTest, InsertKernelStoresTypedValuesAndDefaults) {
   EXPECT_EQ(r["db_user"], DefaultDbUser());
   EXPECT_TRUE(r["job_status"].is_null());  // job 7 does not exist
   EXPECT_TRUE(r["answer"].is_null());
-  EXPECT_EQ(SqlValue(db_, "SELECT typeof(runtime) || '|' || typeof(score) || '|' || typeof(prompt) FROM kernels"),
-            "real|integer|null");
-  EXPECT_EQ(ParseJson(SqlValue(db_, "SELECT runtime_stats FROM kernels"), "db"), stats);
+  EXPECT_EQ(Value("SELECT " + TypeOf("runtime") + " || '|' || " + TypeOf("score") + " || '|' || " +
+                  "CASE WHEN prompt IS NULL THEN 'null' ELSE 'set' END FROM kernels"),
+            IsSqlite() ? "real|integer|null" : "double precision|integer|null");
+  EXPECT_EQ(ParseJson(Value("SELECT runtime_stats FROM kernels"), "db"), stats);
   // An empty template_results object is stored as JSON "{}", a null one as SQL NULL.
-  EXPECT_EQ(SqlValue(db_, "SELECT template_results FROM kernels"), "{}");
+  EXPECT_EQ(Value("SELECT template_results FROM kernels"), "{}");
 }
 
-TEST_F(StoreTest, InsertKernelRejectsUnknownColumnsAndWrongTypesAndWritesNothing) {
+TEST_P(StoreTest, InsertKernelRejectsUnknownColumnsAndWrongTypesAndWritesNothing) {
   auto expect_error = [&](const Json& row, const std::string& field, const std::string& text) {
     try {
       store_->InsertKernel(row);
@@ -108,14 +118,14 @@ TEST_F(StoreTest, InsertKernelRejectsUnknownColumnsAndWrongTypesAndWritesNothing
   expect_error({{"task_id", std::string(65, 'x')}}, "kernels.task_id", "at most 64");
   expect_error({{"agent_session_id", std::string(65, 'x')}}, "kernels.agent_session_id", "at most 64");
   expect_error(Json::array({1}), "kernels", "must be a JSON object");
-  EXPECT_EQ(SqlValue(db_, "SELECT count(*) FROM kernels"), "0");
+  EXPECT_EQ(Value("SELECT count(*) FROM kernels"), "0");
   // 64 two-byte characters are 64 characters, not 128.
   std::string umlauts;
   for (int i = 0; i < 64; ++i) umlauts += "\xC3\xBC";
   EXPECT_GT(store_->InsertKernel({{"task_id", umlauts}}), 0);
 }
 
-TEST_F(StoreTest, ListKernelsFiltersByTaskJobAndLastN) {
+TEST_P(StoreTest, ListKernelsFiltersByTaskJobAndLastN) {
   int64_t job_a = store_->CreateJob("custom", Json::object());
   int64_t job_b = store_->CreateJob("custom", Json::object());
   ASSERT_EQ(store_->UpdateJob(job_a, {.status = JobStatus::kRun}), JobUpdateOutcome::kUpdated);
@@ -141,21 +151,21 @@ TEST_F(StoreTest, ListKernelsFiltersByTaskJobAndLastN) {
   EXPECT_THROW(store_->ListKernels({.columns = {"nope"}}), Error);
 }
 
-TEST_F(StoreTest, JobLogsAreWrittenInOneTransaction) {
+TEST_P(StoreTest, JobLogsAreWrittenInOneTransaction) {
   int64_t job = store_->CreateJob("custom", nullptr);
   JobLog raw{.job_id = job, .hostname = "gpu-3", .kernel_uuid = "k-1", .level = "RAW",
              .message = "pytest output", .extra = {{"trial", 2}, {"version", 1}}};
   JobLog info{.job_id = job, .level = "INFO", .message = "started"};
   store_->InsertJobLogs({raw, info, info});
-  auto rows = Sql(db_, "SELECT job_id, hostname, kernel_uuid, level, message, extra FROM job_logs ORDER BY id");
+  auto rows = db_->Sql("SELECT job_id, hostname, kernel_uuid, level, message, extra FROM job_logs ORDER BY id");
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0], (std::vector<std::string>{std::to_string(job), "gpu-3", "k-1", "RAW", "pytest output",
                                                R"({"trial":2,"version":1})"}));
   EXPECT_EQ(rows[1], (std::vector<std::string>{std::to_string(job), "NULL", "NULL", "INFO", "started", "NULL"}));
-  EXPECT_TRUE(std::regex_match(SqlValue(db_, "SELECT timestamp FROM job_logs WHERE id=1"), kTimestamp));
+  EXPECT_TRUE(std::regex_match(Value("SELECT " + UtcText("timestamp") + " FROM job_logs WHERE id=1"), kTimestamp));
 }
 
-TEST_F(StoreTest, FailedBatchIsRolledBackCompletely) {
+TEST_P(StoreTest, FailedBatchIsRolledBackCompletely) {
   int64_t job = store_->CreateJob("custom", nullptr);
   JobLog ok{.job_id = job, .message = "fine"};
   JobLog bad{.job_id = job, .level = std::string(17, 'L'), .message = "level too long"};
@@ -165,20 +175,20 @@ TEST_F(StoreTest, FailedBatchIsRolledBackCompletely) {
   } catch (const Error& e) {
     EXPECT_EQ(e.field(), "job_logs.level") << e.what();
   }
-  EXPECT_EQ(SqlValue(db_, "SELECT count(*) FROM job_logs"), "0");
+  EXPECT_EQ(Value("SELECT count(*) FROM job_logs"), "0");
   // The connection is usable afterwards and no transaction is left open.
   store_->InsertJobLogs({ok});
-  EXPECT_EQ(SqlValue(db_, "SELECT count(*) FROM job_logs"), "1");
+  EXPECT_EQ(Value("SELECT count(*) FROM job_logs"), "1");
 }
 
-TEST_F(StoreTest, ConcurrentWritersEachWithItsOwnStoreLoseNothing) {
+TEST_P(StoreTest, ConcurrentWritersEachWithItsOwnStoreLoseNothing) {
   constexpr int kThreads = 4, kKernels = 25, kLogs = 10;
   std::vector<std::thread> threads;
   std::vector<std::string> errors(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       try {
-        auto store = SqliteStore::Open(db_);
+        auto store = Open();
         int64_t job = store->CreateJob("custom", {{"thread", t}});
         (void)store->UpdateJob(job, {.status = JobStatus::kRun, .started = true});
         for (int i = 0; i < kKernels; ++i) {
@@ -194,15 +204,14 @@ TEST_F(StoreTest, ConcurrentWritersEachWithItsOwnStoreLoseNothing) {
   }
   for (auto& th : threads) th.join();
   for (const auto& e : errors) EXPECT_EQ(e, "");
-  EXPECT_EQ(SqlValue(db_, "SELECT count(*) FROM kernels"), std::to_string(kThreads * kKernels));
-  EXPECT_EQ(SqlValue(db_, "SELECT count(DISTINCT task_name || '/' || trial) FROM kernels"),
+  EXPECT_EQ(Value("SELECT count(*) FROM kernels"), std::to_string(kThreads * kKernels));
+  EXPECT_EQ(Value("SELECT count(DISTINCT task_name || '/' || trial) FROM kernels"),
             std::to_string(kThreads * kKernels));
-  EXPECT_EQ(SqlValue(db_, "SELECT count(*) FROM job_logs"), std::to_string(kThreads * kLogs));
-  EXPECT_EQ(SqlValue(db_, "SELECT group_concat(status || progress) FROM jobs WHERE id > 0"),
-            "COMPLETE1.0,COMPLETE1.0,COMPLETE1.0,COMPLETE1.0");
+  EXPECT_EQ(Value("SELECT count(*) FROM job_logs"), std::to_string(kThreads * kLogs));
+  EXPECT_EQ(Value("SELECT count(*) FROM jobs WHERE status = 'COMPLETE' AND progress = 1.0"), std::to_string(kThreads));
 }
 
-TEST_F(StoreTest, OneStoreSharedByThreads) {
+TEST_P(StoreTest, OneStoreSharedByThreads) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
@@ -213,17 +222,75 @@ TEST_F(StoreTest, OneStoreSharedByThreads) {
   EXPECT_EQ(store_->ListKernels({}).size(), 80u);
 }
 
-// Python's sqlite3 + json (what the reference's tools sit on) read our rows and timestamps.
-TEST_F(StoreTest, PythonReadsRowsAsTheReferenceWould) {
+// Many writers at once, as a farm of workers: 4 threads x 3 stores each open a fresh database at the same
+// moment (the tables are created once), all store the same task (exactly one insert reports it new, none
+// fails) and write kernels, progress and logs of their own jobs and of one shared job.
+TEST_P(StoreTest, ManyWritersOpenAFreshDatabaseAndShareTasksAndJobs) {
+  constexpr int kThreads = 4, kStoresPerThread = 3, kKernels = 10;
+  testing::TestDatabase fresh(GetParam());
+  Json task = Golden("relu_cpu")["to_database_task"];
+  int64_t shared_job = 0;
+  std::atomic<int> ready{0}, new_tasks{0};
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        std::vector<std::unique_ptr<Store>> stores;
+        ++ready;
+        while (ready.load() < kThreads) std::this_thread::yield();  // open together
+        for (int s = 0; s < kStoresPerThread; ++s) stores.push_back(OpenStore(fresh.url()));
+        {
+          std::unique_lock lock(mu);
+          if (shared_job == 0) shared_job = stores[0]->CreateJob("custom", {{"shared", true}});
+        }
+        for (auto& store : stores) {
+          if (store->InsertTask(task)) ++new_tasks;
+          int64_t job = store->CreateJob("custom", {{"thread", t}});
+          for (int i = 0; i < kKernels; ++i) {
+            store->InsertKernel({{"task_name", "t" + std::to_string(t)}, {"job_id", job}, {"trial", i}});
+            (void)store->UpdateJob(shared_job, {.progress = i / double(kKernels)});
+          }
+          store->InsertJobLogs({JobLog{.job_id = shared_job, .message = "m"}, JobLog{.job_id = job, .message = "n"}});
+          (void)store->UpdateJob(job, {.status = JobStatus::kComplete});
+        }
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_EQ(new_tasks.load(), 1);
+  constexpr int kStores = kThreads * kStoresPerThread;
+  EXPECT_EQ(fresh.Value("SELECT count(*) FROM tasks"), "1");
+  EXPECT_EQ(fresh.Value("SELECT count(*) FROM kernels"), std::to_string(kStores * kKernels));
+  EXPECT_EQ(fresh.Value("SELECT count(*) FROM job_logs"), std::to_string(2 * kStores));
+  EXPECT_EQ(fresh.Value("SELECT count(*) FROM jobs WHERE status = 'COMPLETE' AND progress = 1.0"),
+            std::to_string(kStores));
+  EXPECT_EQ(fresh.Value("SELECT count(*) FROM jobs"), std::to_string(kStores + 1));
+}
+
+// The reference's Python tools read our rows: sqlite3 + json for SQLite, psycopg2 (what SQLAlchemy uses) for
+// PostgreSQL, where the timestamp comes back timezone-aware.
+TEST_P(StoreTest, PythonReadsRowsAsTheReferenceWould) {
   store_->InsertKernel({{"task_name", "relu_cpu"}, {"task_id", "abc"}, {"runtime_stats", {{"a", 1}}}, {"score", 5}});
   std::string script =
-      "import sqlite3, json, datetime, sys\n"
-      "c = sqlite3.connect(sys.argv[1])\n"
-      "ts, stats, score, user = c.execute('select timestamp, runtime_stats, score, db_user from kernels').fetchone()\n"
-      "datetime.datetime.strptime(ts, '%Y-%m-%d %H:%M:%S.%f')\n"
-      "print(json.loads(stats)['a'], score, bool(user))\n";
-  testing::WriteFile(tmp_.path() / "read.py", script);
-  auto [rc, out] = RunShell("/usr/bin/python3 '" + (tmp_.path() / "read.py").string() + "' '" + db_.string() + "'");
+      IsSqlite() ? "import sqlite3, json, datetime, sys\n"
+                   "c = sqlite3.connect(sys.argv[1])\n"
+                   "ts, stats, score, user = c.execute('select timestamp, runtime_stats, score, db_user from "
+                   "kernels').fetchone()\n"
+                   "datetime.datetime.strptime(ts, '%Y-%m-%d %H:%M:%S.%f')\n"
+                   "print(json.loads(stats)['a'], score, bool(user))\n"
+                 : "import psycopg2, sys\n"
+                   "c = psycopg2.connect(sys.argv[1]).cursor()\n"
+                   "c.execute('select timestamp, runtime_stats, score, db_user from kernels')\n"
+                   "ts, stats, score, user = c.fetchone()\n"
+                   "assert ts.tzinfo is not None and ts.utcoffset().total_seconds() == 0, ts\n"
+                   "print(stats['a'], score, bool(user))\n";
+  testing::WriteFile(db_->tmp().path() / "read.py", script);
+  auto [rc, out] = RunShell("/usr/bin/python3 '" + (db_->tmp().path() / "read.py").string() + "' '" + db_->url() + "'");
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out, "1 5 True\n");
 }
@@ -259,6 +326,9 @@ TEST(StoreHelpers, SplitWorkerInfosKeepsObjectEntriesPerArch) {
   EXPECT_EQ(cols.eval_worker_info, (Json{{"bmg", {{"hostname", "b2"}}}, {"lnl", {{"hostname", "l1"}}}}));
   EXPECT_EQ(SplitWorkerInfos(nullptr).eval_worker_info, Json::object());
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values(Backend::kSqlite, Backend::kPostgres),
+                         testing::BackendParamName());
 
 TEST(StoreHelpers, TimestampsUserAndDefaultPath) {
   EXPECT_TRUE(std::regex_match(NowTimestamp(), kTimestamp)) << NowTimestamp();

@@ -1,0 +1,186 @@
+// noise_bench — is the speed signal stable? A candidate identical to the reference is evaluated N times on
+// bias_relu and on row_softmax, without and with a concurrent CPU hog (one busy process per core minus one);
+// every speedup should be 1.00 ± 0.05 with its 95 % interval covering 1.00. The example bias_relu fast.cpp
+// should give a stable ratio (max/min ≤ 1.1). Beside each row, "today's" spread: the same evaluations with
+// eval_config.timing.mode = separate (each side timed in its own process, as before paired timing).
+//
+// Usage: noise_bench [--runs N] [--budget S] [--separate-runs M]   (defaults 10, 8, 5)
+// Needs the examples (KF_SOURCE_DIR) and a built kf python package; compiled extensions are cached in
+// $KF_CACHE_DIR (first run compiles them).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/task.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Busy processes, one per core but one (the hog): started now, killed by the destructor.
+class Hog {
+ public:
+  explicit Hog(int n) {
+    for (int i = 0; i < n; ++i) {
+      pid_t pid = fork();
+      if (pid == 0) {
+        volatile unsigned long x = 0;
+        while (true) x = x + 1;
+      }
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~Hog() {
+    for (pid_t p : pids_) kill(p, SIGKILL);
+    for (pid_t p : pids_) waitpid(p, nullptr, 0);
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+struct Sample {
+  double speedup = -1, low = -1, high = -1;
+  std::string status;
+};
+
+Sample EvaluateOnce(const kf::Task& task, const std::string& candidate, const fs::path& work) {
+  kf::EvaluateOptions o;
+  o.work_root = work;
+  kf::Evaluation ev = kf::Evaluate(task, kf::BlockUpdate{kf::BlockUpdateShort{{"EVOLVE", candidate}}}, o);
+  Sample s;
+  s.status = std::string(kf::EvalStatusName(ev.result.status));
+  if (!ev.result.benchmarks.empty()) {
+    const kf::BenchmarkRow& b = ev.result.benchmarks.front();
+    s.speedup = b.speedup;
+    s.low = b.speedup_ci_low;
+    s.high = b.speedup_ci_high;
+  }
+  return s;
+}
+
+kf::Task Load(const fs::path& dir, const std::string& mode, double budget) {
+  kf::TaskCreateOptions co;
+  co.kinds = kf::HarnessTaskKinds();
+  kf::Task task = kf::Task::Create(dir, co).first;
+  kf::Json config = task.config;
+  config["eval_config"]["timing"] = kf::Json{{"mode", mode}, {"budget_s", budget}};
+  config["test_timeout"] = 300;
+  task.ApplyConfig(config);
+  return task;
+}
+
+struct Row {
+  std::string name;
+  std::vector<Sample> samples;
+};
+
+void Print(const Row& r, bool identical) {
+  double lo = 1e300, hi = -1e300;
+  int covered = 0, within = 0, n = 0;
+  std::string statuses;
+  for (const Sample& s : r.samples) {
+    if (s.speedup <= 0) continue;
+    ++n;
+    lo = std::min(lo, s.speedup);
+    hi = std::max(hi, s.speedup);
+    if (s.low <= 1.0 && 1.0 <= s.high) ++covered;
+    if (std::abs(s.speedup - 1.0) <= 0.05) ++within;
+  }
+  for (const Sample& s : r.samples) statuses += (statuses.empty() ? "" : ",") + s.status;
+  std::printf("  %-44s n=%2d  min %7.3f  max %7.3f  max/min %6.3f", r.name.c_str(), n, n ? lo : 0.0, n ? hi : 0.0,
+              n ? hi / lo : 0.0);
+  if (identical) std::printf("  within 1±0.05: %d/%d  CI covers 1: %d/%d", within, n, covered, n);
+  std::printf("\n    speedups:");
+  for (const Sample& s : r.samples) {
+    if (s.low > 0) std::printf(" %.3f[%.3f,%.3f]", s.speedup, s.low, s.high);
+    else std::printf(" %.3f", s.speedup);
+  }
+  std::printf("\n    statuses: %s\n", statuses.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 10, separate_runs = 5;
+  double budget = 8;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--runs") runs = std::atoi(argv[i + 1]);
+    else if (a == "--budget") budget = std::atof(argv[i + 1]);
+    else if (a == "--separate-runs") separate_runs = std::atoi(argv[i + 1]);
+  }
+  const fs::path examples = fs::path(KF_SOURCE_DIR) / "examples";
+  const fs::path work = fs::temp_directory_path() / ("kf_noise_bench_" + std::to_string(getpid()));
+  fs::create_directories(work);
+  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("noise_bench: %d paired runs (budget %.0f s per benchmark) and %d separate runs per row, %ld cores, "
+              "hog = %ld busy process(es)\n",
+              runs, budget, separate_runs, cores, std::max(1L, cores - 1));
+  struct TaskCase {
+    const char* name;
+    fs::path dir;
+    std::string identical;
+  };
+  const std::vector<TaskCase> tasks = {
+      {"bias_relu", examples / "tasks" / "bias_relu", ReadFile(examples / "candidates" / "bias_relu" / "identical.cpp")},
+      {"row_softmax", examples / "tasks" / "row_softmax", ""}};
+  int bad = 0;
+  for (const TaskCase& t : tasks) {
+    std::string identical = t.identical;
+    if (identical.empty()) {  // the task's own EVOLVE block computes what the reference does
+      kf::TaskCreateOptions co;
+      co.kinds = kf::HarnessTaskKinds();
+      kf::Task task = kf::Task::Create(t.dir, co).first;
+      identical = task.blocks.at("EVOLVE").begin()->second.front();
+    }
+    for (const bool hog : {false, true}) {
+      for (const char* mode : {"paired", "separate"}) {
+        const kf::Task task = Load(t.dir, mode, budget);
+        Row row{std::string(t.name) + " identical, " + mode + (hog ? ", with hog" : ", quiet"), {}};
+        std::unique_ptr<Hog> h;
+        if (hog) h = std::make_unique<Hog>(static_cast<int>(std::max(1L, cores - 1)));
+        const int n = std::string(mode) == "paired" ? runs : separate_runs;
+        for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, identical, work));
+        h.reset();
+        Print(row, true);
+        if (std::string(mode) == "paired") {
+          for (const Sample& s : row.samples) {
+            if (!(std::abs(s.speedup - 1.0) <= 0.05 && s.low <= 1.0 && 1.0 <= s.high)) ++bad;
+          }
+        }
+      }
+    }
+  }
+  const std::string fast = ReadFile(examples / "candidates" / "bias_relu" / "fast.cpp");
+  for (const char* mode : {"paired", "separate"}) {
+    const kf::Task task = Load(examples / "tasks" / "bias_relu", mode, budget);
+    Row row{std::string("bias_relu fast.cpp, ") + mode + ", quiet", {}};
+    const int n = std::string(mode) == "paired" ? runs : separate_runs;
+    for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, fast, work));
+    Print(row, false);
+  }
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  std::printf("paired identical runs outside 1.00 ± 0.05 or with an interval missing 1.00: %d\n", bad);
+  return 0;
+}

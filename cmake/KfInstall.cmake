@@ -1,0 +1,50 @@
+# install() rules: `cmake --install build --prefix DIR` gives a kf that runs from any directory, with the
+# source and build trees gone (kf finds everything relative to itself, src/core/resources.cc):
+#   DIR/bin/kf
+#   DIR/share/kernelfoundry/python/kernelfoundry/   task-side Python package, compiled modules included
+#   DIR/share/kernelfoundry/sdk/{include,src}/      task SDK of native test programs (headers + timing loop)
+#   DIR/share/kernelfoundry/examples/               example tasks and candidates
+#   DIR/share/doc/kernelfoundry/                    README, docs/
+# Included from the top-level CMakeLists.txt after the targets exist.
+
+install(TARGETS kf RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+
+# The Python package. When the build tree holds the assembled package (${build}/python/kernelfoundry, the
+# sources plus the compiled modules, made by python/CMakeLists.txt) that is installed; otherwise the source
+# package plus the _measure module. Decided at install time, when the build has run.
+set(kf_py_dest "${KF_INSTALL_DATADIR}/python")
+set(kf_py_measure "")
+if(TARGET _measure)
+  set(kf_py_measure "$<TARGET_FILE:_measure>")
+endif()
+install(CODE "
+  set(kf_build_pkg \"${PROJECT_BINARY_DIR}/python/kernelfoundry\")
+  set(kf_dest \"\${CMAKE_INSTALL_PREFIX}/${kf_py_dest}\")
+  if(EXISTS \"\${kf_build_pkg}/__init__.py\")
+    file(INSTALL DESTINATION \"\${kf_dest}\" TYPE DIRECTORY FILES \"\${kf_build_pkg}\"
+         PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE)
+  else()
+    file(INSTALL DESTINATION \"\${kf_dest}\" TYPE DIRECTORY FILES \"${PROJECT_SOURCE_DIR}/python/kernelfoundry\"
+         PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE PATTERN *.so EXCLUDE)
+    if(NOT \"${kf_py_measure}\" STREQUAL \"\")
+      file(INSTALL DESTINATION \"\${kf_dest}/kernelfoundry\" TYPE MODULE FILES \"${kf_py_measure}\")
+    endif()
+  endif()
+")
+
+# The task SDK: the headers it owns and everything they and its sources include (cmake/KfModules.cmake),
+# and the sources, each under its path below include/ or src/.
+kf_sdk_headers(kf_sdk_header_list "${PROJECT_SOURCE_DIR}")
+foreach(h IN LISTS kf_sdk_header_list)
+  get_filename_component(dir "${h}" DIRECTORY)
+  install(FILES "${PROJECT_SOURCE_DIR}/include/${h}" DESTINATION "${KF_INSTALL_DATADIR}/sdk/include/${dir}")
+endforeach()
+foreach(s IN LISTS KF_MODULE_sdk_SOURCES)
+  get_filename_component(dir "${s}" DIRECTORY)
+  install(FILES "${PROJECT_SOURCE_DIR}/src/${s}" DESTINATION "${KF_INSTALL_DATADIR}/sdk/src/${dir}")
+endforeach()
+
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/examples/" DESTINATION "${KF_INSTALL_DATADIR}/examples"
+        PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE PATTERN *.so EXCLUDE PATTERN *.o EXCLUDE)
+install(FILES "${PROJECT_SOURCE_DIR}/README.md" DESTINATION "${CMAKE_INSTALL_DOCDIR}")
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/docs/" DESTINATION "${CMAKE_INSTALL_DOCDIR}")

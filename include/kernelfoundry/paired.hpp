@@ -1,0 +1,114 @@
+// Paired timing — the candidate and the reference timed in the same process, interleaved, on the same inputs,
+// and the speedup as the median of per-round ratios with a 95 % confidence interval.
+//
+// Why: two sides timed in different processes at different moments measure the machine's load as much as
+// the kernels (the same candidate scored 0.31×, 1.91× and 0.43× in three runs). Interleaving puts both sides
+// under the same conditions within each round; the ratio of a round cancels what the round's conditions did to
+// both; the median over rounds resists the rounds a burst of load hit.
+//
+// Contract:
+//  * A round runs both sides once, in an order drawn at random (seeded) per round. Per side: `prepare` (fresh
+//    inputs, outside the timed window), then the timed window `sync; t0; call × n; sync; t1` where n (calls per
+//    sample) is chosen once so that a sample lasts ≥ min_sample_s and varies by ±50 % per sample when n > 1 (so
+//    a kernel that does real work only every Nth call cannot align with the window), then a quiet wait: until
+//    the process's other threads use no CPU (at most quiesce_max_s), their CPU time in that wait counted as
+//    "after-return CPU" of the side (work left running in a background thread after returning is measured,
+//    and never overlaps the next window).
+//  * Warm-up: rounds are run unrecorded until both sides' per-call medians over the last warmup_window rounds
+//    moved by ≤ warmup_tolerance against the window before (steady allocator and caches), or the warm-up
+//    budget ran out.
+//  * Measurement: rounds until the 95 % CI of the median ratio has a half-width ≤ target_rel_half_width ×
+//    median (and at least min_rounds rounds), or the time budget ran out (target_reached = false: the caller
+//    reports the result as noisy), or `check` reported a problem.
+//  * `check(round)` is called after both sides ran in a checked round (the first three measured rounds, then a
+//    check_fraction share drawn at random), outside every window: it compares outputs and inputs. A returned
+//    problem ends the measurement with that problem.
+//  * Times are per call, milliseconds. Ratios are reference / candidate (> 1: the candidate is faster).
+//  * Statistics: the median's distribution-free confidence interval from order statistics (MedianWithCI).
+//  * Exceptions of the callbacks propagate. Not thread-safe per call; concurrent calls are independent (and
+//    interfere: callers serialise timed phases per device, device_slots.hpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernelfoundry/measure.hpp"
+
+namespace kf {
+
+/// Knobs of MeasurePaired. Times in seconds.
+struct PairedOptions {
+  double target_rel_half_width = 0.02;  ///< stop once the CI half-width ≤ this × the median ratio
+  double budget_s = 30;                 ///< the whole measurement (warm-up included) ends after this
+  double warmup_budget_fraction = 0.3;  ///< at most this share of the budget is warm-up
+  int64_t min_rounds = 12;              ///< never stop on the target before this many measured rounds
+  int64_t max_rounds = 1'000'000;
+  int64_t warmup_min_rounds = 3;
+  int64_t warmup_window = 5;            ///< rounds per window of the warm-up stability test
+  double warmup_tolerance = 0.05;       ///< relative change of each side's window median that counts as stable
+  double min_sample_s = 2e-4;           ///< calls are batched so that one timed sample lasts at least this
+  double quiesce_max_s = 0.05;          ///< longest wait for other threads to go idle after a side's calls
+  double check_fraction = 0.2;          ///< share of measured rounds checked (besides the first three)
+  uint64_t seed = 1;                    ///< round order, checked rounds, batch sizes
+
+  /// Throws kf::Error(kInvalidArgument, "PairedOptions", field) unless the values are finite and in range.
+  void Validate() const;
+};
+
+/// One side of a paired measurement.
+struct PairedSide {
+  /// Puts fresh inputs in place for the next sample of `round` (outside the timed window). May be empty.
+  std::function<void(int64_t round)> prepare;
+  /// One call of the kernel.
+  std::function<void()> call;
+  /// Waits for the device (called before t0 and before t1). May be empty (CPU).
+  std::function<void()> sync;
+};
+
+/// Called after both sides ran in a checked round: a problem (string) ends the measurement.
+using PairedCheck = std::function<std::optional<std::string>(int64_t round)>;
+
+/// The median of a sample and its confidence interval.
+struct MedianCI {
+  double median = 0;
+  double low = 0;
+  double high = 0;
+};
+
+/// The median and its distribution-free confidence interval from order statistics (Conover, Practical
+/// Nonparametric Statistics, 3rd ed., §3.2, confidence interval for a quantile, p = 1/2): [x_(k), x_(n+1-k)]
+/// with k the largest rank such that P(Binomial(n, 1/2) ≤ k − 1) ≤ (1 − confidence) / 2. For n < 6 no k
+/// exists at 95 %: the interval is [min, max]. Throws kf::Error(kInvalidArgument) for an empty sample.
+MedianCI MedianWithCI(std::vector<double> values, double confidence = 0.95);
+
+/// The outcome of MeasurePaired.
+struct PairedResult {
+  std::vector<double> candidate_ms;  ///< per-call ms of each measured round
+  std::vector<double> reference_ms;
+  std::vector<double> ratios;        ///< reference_ms[i] / candidate_ms[i]
+  MedianCI speedup;                  ///< median ratio and its 95 % CI
+  double rel_half_width = 0;         ///< (high − low) / 2 / median
+  bool target_reached = false;
+  int64_t warmup_rounds = 0;
+  int64_t rounds = 0;                ///< measured rounds
+  int64_t calls_per_sample = 1;
+  int64_t checked_rounds = 0;
+  double elapsed_s = 0;              ///< the whole measurement, warm-up included (steady clock)
+  double elapsed_raw_s = 0;          ///< the same interval read with a raw clock_gettime syscall (cross-check)
+  double candidate_window_s = 0;     ///< sum of the candidate's timed windows (measured rounds)
+  double reference_window_s = 0;
+  double candidate_after_cpu_s = 0;  ///< CPU used by other threads after the candidate's calls returned
+  double reference_after_cpu_s = 0;
+  std::string stop;                  ///< "target", "budget", "max_rounds" or "check"
+  std::optional<std::string> problem;  ///< what the failed check said
+};
+
+/// Runs the paired measurement (see the file comment). Throws kf::Error(kInvalidArgument) for invalid
+/// options or an empty `call`; rethrows what the callbacks throw.
+PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& reference, const PairedOptions& options,
+                           const PairedCheck& check = {}, const MeasureClock& clock = SteadyNow);
+
+}  // namespace kf

@@ -1,0 +1,186 @@
+// Record — what every front end (kf run, kf validate --run, a farm worker, kf serve, the Python bindings) does
+// around Evaluate: load a task for a run (create, validate, merge overrides.yml — reference spec §1.5), record
+// the run in a Store (the job lifecycle and the tasks / kernels / job_logs rows — spec §5.5–§5.6), stop an
+// evaluation whose job was CANCELED, build the evaluation JSON document, and report progress and the verdict
+// through one reporter interface (Google Benchmark's BenchmarkReporter is the model: the runner produces
+// values, reporters present them; the CLI's console and JSON output are two reporters).
+//
+// Contract:
+//  * LoadTaskForRun is the one loading path of every verb that evaluates: a package's overrides.yml always
+//    wins over its config.yaml, and a task that fails Task::Validate never runs.
+//  * RecordRun writes the job INIT -> RUN -> COMPLETE (validate: INIT -> VALIDATING -> VALIDATED), or FAIL when
+//    the run throws. It honours CANCELED: a job canceled before the run starts is not run; while it runs, a
+//    watcher reads the job's status every RecordOptions::cancel_poll and requests stop on the token handed to
+//    the run (Evaluate then kills the running tree, EvaluateOptions::stop); a canceled job stays CANCELED and
+//    gets no kernels row.
+//  * The kernels row keeps the reference's columns; the first line of eval_log is "kf status: <our status>
+//    [(<detail>)]" so our detailed status survives in databases shared with the reference.
+//
+// Thread safety: all functions may be called concurrently (on different Store objects, or on one Store,
+// which serialises internally). EvaluationReporter hooks ReportPhase and ReportOutputLine are called from
+// worker threads and must be thread-safe; ReportContext and ReportVerdict are called on the caller's thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/json.hpp"
+#include "kernelfoundry/store.hpp"
+#include "kernelfoundry/task.hpp"
+
+namespace kf {
+
+// ------------------------------------------------------------------------------------------ loading
+
+/// Options of LoadTaskSource / LoadTaskForRun.
+struct LoadForRunOptions {
+  /// Collect the pytest tests of a package (kf::PytestCollector, cached); off only for tools that need no
+  /// test names. Encoded tasks carry their test lists.
+  bool discover_tests = true;
+  /// Directory of the discovery cache; empty = $KF_CACHE_DIR or ~/.cache/kernelfoundry.
+  std::filesystem::path cache_dir{};
+  /// The name used in errors for JSON text passed instead of a path (e.g. "<stdin>").
+  std::string json_source = "<task json>";
+};
+
+/// A loaded task and where it came from.
+struct TaskForRun {
+  Task task;
+  TaskMetadata metadata = Json::object();  ///< {"overrides": {...}} when the package has overrides.yml
+  bool from_json = false;                  ///< an encoded task (tests and blocks came from the JSON)
+};
+
+/// Loads a task without validating it: `path_or_json` is JSON text of an encoded task (first non-blank
+/// character '{'), a *.json file holding one, or a package (directory or zip/tar[.gz|.bz2|.xz] archive).
+/// Errors are kf::Error whose file is placed under `path_or_json` ("pkg/config.yaml: …"); a missing path is
+/// kNotFound.
+TaskForRun LoadTaskSource(const std::string& path_or_json, const LoadForRunOptions& options = {});
+
+/// Merges metadata["overrides"] over task.config (kf::MergeConfig; task config < overrides, spec §1.5) and
+/// applies it with Task::ApplyConfig. No overrides: nothing changes.
+void ApplyOverrides(Task& task, const TaskMetadata& metadata);
+
+/// The task as `kf run` and `kf validate --run` evaluate it: LoadTaskSource, then Task::Validate with the
+/// harness kinds (kf::HarnessTaskKinds; throws kf::Error(kInvalidArgument) listing every problem), then
+/// ApplyOverrides.
+TaskForRun LoadTaskForRun(const std::string& path_or_json, const LoadForRunOptions& options = {});
+
+// ------------------------------------------------------------------------------------------ rows
+
+/// A random RFC 4122 version-4 UUID ("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"). Thread-safe.
+std::string NewUuid4();
+
+/// The `kernels` row of an evaluation (spec §5.6 mapping from EvalResult): uuid, task_name, job_name,
+/// status (the reference's string), score, runtime (ms), improve_over_native/_compile, runtime_stats (null
+/// when empty), template_results, eval_log (first line "kf status: <status>[ (<detail>)]", then the log;
+/// kf::ParseKfStatus reads it back),
+/// gpu_arch (the archs joined by ","), eval/compile worker_info, profiler columns, config, task_id, job_id,
+/// input_code (the task's EVOLVE block), output_code (the evaluated EVOLVE content), input/output_language.
+Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string& task_id,
+               std::optional<int64_t> job_id);
+
+/// One `job_logs` row per process result of the evaluation (level RAW, message = the combined output,
+/// extra {log, returncode, output_data, worker_info, trial 0, version 0}, hostname from the worker info).
+std::vector<JobLog> ProcessLogs(const Evaluation& ev, int64_t job_id, const std::string& kernel_uuid);
+
+/// True when the verdict counts as correct (perf_score 5 and correctness): kf run's exit code 0.
+bool IsCorrectVerdict(const EvalResult& r);
+
+// ------------------------------------------------------------------------------------------ recording
+
+/// Options of RecordRun.
+struct RecordOptions {
+  /// A reference check (kf validate --run): VALIDATING / VALIDATED instead of RUN / COMPLETE.
+  bool validate = false;
+  /// Record into this existing job (created by a controller, e.g. a web view or a queue) instead of creating
+  /// one. Its status and config are overwritten as for a new job, unless it is CANCELED.
+  std::optional<int64_t> job_id{};
+  /// How often the watcher reads the job's status while the run is going on; 0 = no watcher.
+  std::chrono::milliseconds cancel_poll{2000};
+};
+
+/// What RecordRun stored.
+struct RecordedRun {
+  int64_t job_id = 0;
+  int64_t kernel_id = 0;    ///< kernels.id; 0 when no row was stored (canceled)
+  std::string kernel_uuid{};  ///< kernels.uuid; "" when no row was stored
+  bool canceled = false;    ///< the job is CANCELED (before the start, during the run, or at the end)
+  std::string store{};      ///< Store::Describe() (safe to print)
+};
+
+/// The evaluation a RecordRun wraps; it should return soon after `stop` is requested.
+using RunFn = std::function<Evaluation(std::stop_token stop)>;
+
+/// Records one run in `store` (file comment): creates the job (or takes options.job_id) with the task's
+/// config (task_origin defaults to "custom"), stores the tasks row (an id stored already is kept), sets the
+/// job's task_id and config (status INIT), then RUN / VALIDATING with started_at; runs `run` with a stop
+/// token while the watcher polls; then inserts the kernels row and the process logs and marks the job
+/// COMPLETE / VALIDATED. *out receives the evaluation (left untouched when the job was canceled before the
+/// start). An exception from `run` or the store marks the job FAIL (unless CANCELED) and is rethrown.
+RecordedRun RecordRun(Store& store, const Task& task, const RunFn& run, const RecordOptions& options,
+                      Evaluation* out);
+
+/// RecordRun around kf::Evaluate(task, candidate, options): the watcher's stop and options.stop both stop
+/// the evaluation.
+RecordedRun EvaluateAndRecord(Store& store, const Task& task, const std::optional<BlockUpdate>& candidate,
+                              const EvaluateOptions& options, const RecordOptions& record, Evaluation* out);
+
+/// The JSON document of `kf run --json` (and of a web view's evaluation page): task, gpu_arch, status,
+/// reference_status, status_detail, perf_score, speedup, runtime_ms, combined_score, correct, result
+/// (EvalResult::ToJson), build and test results (reference encodings), timings {build_s, test_s, wall_s,
+/// phases}, and when recorded: db (RecordedRun::store), job_id, kernel_uuid (plus "canceled": true for a
+/// canceled job); then work_dirs.
+Json EvaluationDocument(const Evaluation& ev, const RecordedRun* recorded);
+
+// ------------------------------------------------------------------------------------------ reporters
+
+/// What a run is about, reported before it starts.
+struct RunContext {
+  std::string task{};        ///< config task_name ("" when the config has none)
+  bool reference_check = false;  ///< kf validate --run (the reference alone is tested)
+  std::string store{};       ///< Store::Describe() when the run is recorded, else ""
+};
+
+/// Receives the events of one evaluation. A console, a JSON file, a server-sent-events stream or Python
+/// callbacks implement it; ReporterList fans out to several.
+class EvaluationReporter {
+ public:
+  virtual ~EvaluationReporter() = default;
+  /// Before the evaluation starts. Default: nothing.
+  virtual void ReportContext(const RunContext& context);
+  /// A phase started or finished (worker threads; must be thread-safe). Default: nothing.
+  virtual void ReportPhase(const PhaseEvent& event);
+  /// One output line of a child process (worker threads; must be thread-safe). Default: nothing.
+  virtual void ReportOutputLine(bool is_stderr, const std::string& line);
+  /// Once, after the evaluation and its recording ended: the evaluation and what was stored (nullptr when
+  /// the run was not recorded). When recorded->canceled, `ev` may be empty (canceled before the start).
+  virtual void ReportVerdict(const Evaluation& ev, const RecordedRun* recorded) = 0;
+};
+
+/// Forwards every hook to each reporter in order (nullptr entries are skipped).
+class ReporterList final : public EvaluationReporter {
+ public:
+  explicit ReporterList(std::vector<EvaluationReporter*> reporters) : reporters_(std::move(reporters)) {}
+  void ReportContext(const RunContext& context) override;
+  void ReportPhase(const PhaseEvent& event) override;
+  void ReportOutputLine(bool is_stderr, const std::string& line) override;
+  void ReportVerdict(const Evaluation& ev, const RecordedRun* recorded) override;
+
+ private:
+  std::vector<EvaluationReporter*> reporters_;
+};
+
+/// Points options.progress (and, when output_lines, options.on_output_line) at `reporter`, which must
+/// outlive the evaluation.
+void AttachReporter(EvaluationReporter& reporter, EvaluateOptions& options, bool output_lines);
+
+}  // namespace kf

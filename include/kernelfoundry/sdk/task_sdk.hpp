@@ -1,0 +1,456 @@
+// C++ task SDK — writing the test program of a native task (harness: native; C++/OpenMP, OpenCL, CUDA).
+//
+// A native task's test program registers correctness tests and benchmarks by name and lets the SDK's main
+// speak the protocol with the pipeline. Exactly one translation unit defines KF_TASK_MAIN before including
+// this header; that TU gets `int main`.
+//
+//   #define KF_TASK_MAIN
+//   #include "kernelfoundry/sdk/task_sdk.hpp"
+//   KF_TEST(test_values_match) { ... kf::sdk::assert_allclose(out, ref); }
+//   KF_BENCHMARK(bench_matmul) { kf::sdk::measure_runtime([&] { run(); }, [&] { clFinish(q); }); }
+//
+// Building: the native harness gives the build `KF_INCLUDE_DIR` (this repo's include/, add `-I$KF_INCLUDE_DIR`)
+// and `KF_SDK_SOURCES` (the .cc files of the timing loop, compile them into the program), besides
+// `KF_DEFINES` (buildtime hyperparameters as -DNAME=VALUE) and `KF_GPU_ARCH`. nlohmann/json (system) is used.
+//
+// Protocol (pipeline <-> test program):
+//  * `PROG --kf-list` prints {"tests":[{"name":…,"kind":"correctness"|"performance"}]} on stdout, exit 0.
+//  * `PROG --kf-run --kf-select=correctness|performance [--kf-ref] [--kf-runtime-params=JSON]
+//     --kf-result-fd=N` runs the selected tests in registration order, prints `name PASSED|FAILED|SKIPPED`
+//    lines on stdout, and writes ONE JSON document to descriptor N (a pipe made by the pipeline):
+//    {"tests":[{"name","kind","status":"passed"|"failed"|"skipped"|"error","message"}],
+//     "runtimes":{name:[ms,…]}, "skipped_reason": string|null, "elapsed_ms": number}. elapsed_ms is the
+//    program's own time from entering Main to writing the document (static initialisation and process start
+//    excluded), as pytest's "in 1.23s". Exit 0 when nothing failed, 1 otherwise.
+//  * A test fails by throwing (assert_allclose throws kf::sdk::Failure); KF_SKIP(reason) marks it skipped.
+//  * Runtimes are per-call milliseconds from kf::MeasureRuntime — the same loop and statistics as pytest tasks.
+//  * Paired timing (`--kf-select=performance --kf-paired [--kf-paired-options=JSON]`): each benchmark body runs
+//    twice at once — as the candidate in the main thread and as the reference (use_reference() true) in a
+//    helper thread; both measure_runtime calls meet, and the main thread times the two lambdas against each
+//    other with kf::MeasurePaired (include/kernelfoundry/paired.hpp: interleaved rounds, median per-round
+//    ratio with a 95 % interval). The document then also has "paired": {name: {"paired", "status" (correct |
+//    noisy | suspicious), "detail", "speedup", "ci", "rounds", …}}, "reference_runtimes" and
+//    "reference_tests". A benchmark whose reference side does not measure is timed alone ("paired": false).
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernelfoundry/measure.hpp"
+#include "kernelfoundry/paired.hpp"
+
+namespace kf::sdk {
+
+/// Thrown by a failing check; the test is reported "failed" with what().
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// Thrown by KF_SKIP; the test is reported "skipped" with the reason.
+struct Skip : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One registered test.
+struct TestCase {
+  std::string name;
+  std::string kind;  ///< "correctness" or "performance"
+  std::function<void()> body;
+};
+
+/// A benchmark's measurement, as the paired mode's two sides hand it over (internal).
+struct PairedCall {
+  std::function<void()> target, sync;
+};
+
+/// The meeting point of the two sides of one paired benchmark (internal).
+struct PairedMeeting {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<PairedCall> reference;  ///< set by the reference side's measure_runtime
+  bool reference_ended = false;         ///< the reference side's body returned or threw
+  bool measured = false;                ///< the main thread is done with the reference's lambda
+  std::vector<double> reference_ms;
+  std::string reference_error;
+};
+
+/// The registry and the state of the current run (internal; tests use the free functions below).
+struct State {
+  std::vector<TestCase> tests;
+  bool reference = false;
+  bool paired = false;                                   ///< --kf-paired
+  nlohmann::ordered_json paired_options = nlohmann::ordered_json::object();
+  nlohmann::ordered_json paired_records = nlohmann::ordered_json::object();
+  nlohmann::ordered_json reference_runtimes = nlohmann::ordered_json::object();
+  PairedMeeting* meeting = nullptr;                      ///< the benchmark being paired now
+  nlohmann::ordered_json runtime_params = nlohmann::ordered_json::object();
+  std::string current;                                   ///< name of the running test
+  nlohmann::ordered_json runtimes = nlohmann::ordered_json::object();
+};
+inline State& GetState() {
+  static State state;
+  return state;
+}
+
+/// Registers a test (used by KF_TEST / KF_BENCHMARK at static-initialisation time). Returns true.
+inline bool Register(const char* name, const char* kind, void (*body)()) {
+  GetState().tests.push_back({name, kind, body});
+  return true;
+}
+
+/// In paired mode: the side the calling thread runs (1 reference, 0 candidate, -1 the program's mode).
+inline int& ThreadSide() {
+  thread_local int side = -1;
+  return side;
+}
+
+/// True when the program runs as the reference variant (--kf-ref) — or, in paired mode, when the calling
+/// thread runs the reference side: call the reference implementation.
+inline bool use_reference() { return ThreadSide() >= 0 ? ThreadSide() == 1 : GetState().reference; }
+
+/// The runtime hyperparameters (--kf-runtime-params), a JSON object ({} when none were given).
+inline const nlohmann::ordered_json& runtime_params() { return GetState().runtime_params; }
+
+/// Checks `actual` against `expected` with the reference's semantics (spec §4.5): passes when more than
+/// `ratio_below_max_err` of the elements have |a-e| / (|e| + epsilon) < rtol. Throws Failure with mismatch
+/// statistics otherwise, or when the sizes differ.
+template <typename A, typename E>
+void assert_allclose(const A& actual, const E& expected, double epsilon = 1e-7, double rtol = 0.01,
+                     double ratio_below_max_err = 0.99) {
+  if (std::size(actual) != std::size(expected)) {
+    throw Failure("shape mismatch: actual has " + std::to_string(std::size(actual)) + " elements, expected " +
+                  std::to_string(std::size(expected)));
+  }
+  size_t n = std::size(actual), good = 0;
+  double worst = 0;
+  size_t worst_i = 0;
+  auto a = std::begin(actual);
+  auto e = std::begin(expected);
+  for (size_t i = 0; i < n; ++i, ++a, ++e) {
+    double av = static_cast<double>(*a), ev = static_cast<double>(*e);
+    double rel = std::fabs(av - ev) / (std::fabs(ev) + epsilon);
+    if (rel < rtol) {
+      ++good;
+    } else if (!(rel <= worst)) {  // NaN counts as worst
+      worst = rel;
+      worst_i = i;
+    }
+  }
+  double ratio = n == 0 ? 1.0 : static_cast<double>(good) / static_cast<double>(n);
+  if (ratio > ratio_below_max_err || n == 0) return;
+  std::ostringstream msg;
+  msg << "values mismatch: " << (n - good) << " of " << n << " elements exceed rtol " << rtol << " (ratio within "
+      << ratio << ", need > " << ratio_below_max_err << "); worst relative error " << worst << " at index "
+      << worst_i;
+  throw Failure(msg.str());
+}
+
+/// The paired record's status for a finished measurement: suspicious when work continued in other threads after
+/// the candidate's calls returned, or the loop's clock disagrees with the raw clock; noisy when the interval
+/// is wider than the target; else correct. Mirrors kernelfoundry/paired.py.
+inline std::pair<std::string, std::string> PairedStatus(const kf::PairedResult& r, double target) {
+  const double after = r.candidate_after_cpu_s - r.reference_after_cpu_s;
+  if (after > std::max(0.25 * r.candidate_window_s, 0.005)) {
+    char text[160];
+    std::snprintf(text, sizeof text, "work continued after the call returned: other threads used %.1f ms of CPU "
+                  "after the candidate's calls", after * 1e3);
+    return {"suspicious", text};
+  }
+  if (std::fabs(r.elapsed_raw_s - r.elapsed_s) > 0.05 * r.elapsed_s + 0.05) {
+    return {"suspicious", "the timing clock disagrees with the raw system clock"};
+  }
+  if (!r.target_reached) {
+    char text[160];
+    std::snprintf(text, sizeof text, "the 95 %% interval [%.3f, %.3f] is +-%.1f %% after %lld rounds (target +-%.1f %%)",
+                  r.speedup.low, r.speedup.high, r.rel_half_width * 100, static_cast<long long>(r.rounds),
+                  target * 100);
+    return {"noisy", text};
+  }
+  return {"correct", ""};
+}
+
+/// Times the candidate's `target` against the reference side's (paired mode, main thread). Returns the
+/// candidate's per-round samples.
+inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& target,
+                                                  const std::function<void()>& sync) {
+  State& st = GetState();
+  PairedMeeting& m = *st.meeting;
+  std::unique_lock<std::mutex> lock(m.mu);
+  m.cv.wait(lock, [&] { return m.reference.has_value() || m.reference_ended; });
+  nlohmann::ordered_json record;
+  std::vector<double> samples;
+  if (!m.reference) {  // the reference side never measured: time the candidate alone
+    lock.unlock();
+    kf::MeasureResult r = kf::MeasureRuntime(target, sync, kf::MeasureOptions{});
+    samples = r.trial_ms;
+    record = {{"paired", false},
+              {"status", "correct"},
+              {"detail", "not paired: the reference's run of this benchmark did not measure" +
+                             (m.reference_error.empty() ? std::string() : " (" + m.reference_error + ")")}};
+  } else {
+    PairedCall ref = *m.reference;
+    lock.unlock();
+    kf::PairedOptions o;
+    const auto& po = st.paired_options;
+    if (po.contains("budget_s")) o.budget_s = po["budget_s"].get<double>();
+    if (po.contains("target_rel_half_width")) o.target_rel_half_width = po["target_rel_half_width"].get<double>();
+    if (po.contains("min_rounds")) o.min_rounds = po["min_rounds"].get<int64_t>();
+    if (po.contains("seed")) o.seed = po["seed"].get<uint64_t>();
+    const double suspicious_speedup = po.value("suspicious_speedup", 10.0);
+    kf::PairedResult r = kf::MeasurePaired({nullptr, target, sync}, {nullptr, ref.target, ref.sync}, o);
+    auto [status, detail] = PairedStatus(r, o.target_rel_half_width);
+    nlohmann::ordered_json remeasured = nullptr;
+    if (status != "suspicious" && r.speedup.median > suspicious_speedup) {
+      o.seed += 7919;
+      kf::PairedResult again = kf::MeasurePaired({nullptr, target, sync}, {nullptr, ref.target, ref.sync}, o);
+      const double change = again.speedup.median / r.speedup.median;
+      remeasured = {{"speedup", again.speedup.median}, {"ci", {again.speedup.low, again.speedup.high}},
+                    {"rounds", again.rounds}};
+      if (change < 0.75 || change > 1.33) {
+        status = "suspicious";
+        detail = "a speedup of " + std::to_string(r.speedup.median) + "x did not hold when measured again (" +
+                 std::to_string(again.speedup.median) + "x)";
+      }
+    }
+    samples = r.candidate_ms;
+    record = {{"paired", true},
+              {"status", status},
+              {"detail", detail},
+              {"speedup", r.speedup.median},
+              {"ci", {r.speedup.low, r.speedup.high}},
+              {"rel_half_width", r.rel_half_width},
+              {"rounds", r.rounds},
+              {"warmup_rounds", r.warmup_rounds},
+              {"calls_per_sample", r.calls_per_sample},
+              {"stop", r.stop},
+              {"candidate_ms", r.candidate_ms},
+              {"reference_ms", r.reference_ms},
+              {"elapsed_s", r.elapsed_s},
+              {"after_return_cpu_ms",
+               {{"candidate", r.candidate_after_cpu_s * 1e3}, {"reference", r.reference_after_cpu_s * 1e3}}},
+              {"value_sets", 1}};
+    if (!remeasured.is_null()) record["remeasured"] = remeasured;
+    lock.lock();
+    m.reference_ms = r.reference_ms;
+    m.measured = true;
+    m.cv.notify_all();
+  }
+  st.paired_records[st.current] = record;
+  return samples;
+}
+
+/// Times `target` with kf::MeasureRuntime (the pipeline's one timing loop; `sync` waits for the device,
+/// may be empty on a CPU) and records the per-call samples in ms under the current benchmark's name.
+/// Returns the samples. In paired mode (see the file comment) the candidate's call is timed against the
+/// reference's and the reference side's call returns once that is done.
+inline std::vector<double> measure_runtime(const std::function<void()>& target,
+                                           const std::function<void()>& sync = {},
+                                           const kf::MeasureOptions& options = {}) {
+  State& st = GetState();
+  std::vector<double> samples;
+  if (st.paired && st.meeting != nullptr && ThreadSide() == 1) {  // the reference side: hand over, wait
+    PairedMeeting& m = *st.meeting;
+    std::unique_lock<std::mutex> lock(m.mu);
+    m.reference = PairedCall{target, sync};
+    m.cv.notify_all();
+    m.cv.wait(lock, [&] { return m.measured; });
+    return m.reference_ms;
+  }
+  if (st.paired && st.meeting != nullptr && ThreadSide() == 0) {
+    samples = MeasurePairedBenchmark(target, sync);
+  } else {
+    kf::MeasureOptions o = options;
+    if (auto name = kf::DetectProfiler()) o.profiler_mode = kf::ProfilerModeFor(name);
+    samples = kf::MeasureRuntime(target, sync, o).trial_ms;
+  }
+  auto& slot = st.runtimes[st.current];
+  if (!slot.is_array()) slot = nlohmann::ordered_json::array();
+  for (double ms : samples) slot.push_back(ms);
+  return samples;
+}
+
+/// Runs a benchmark's body on both sides at once (paired mode): the reference side in a helper thread, the
+/// candidate side here. Returns the reference side's outcome: "" when it passed, else its error.
+inline std::string RunPairedBody(const TestCase& t) {
+  State& st = GetState();
+  PairedMeeting meeting;
+  st.meeting = &meeting;
+  std::thread reference([&] {
+    ThreadSide() = 1;
+    std::string error;
+    try {
+      t.body();
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "unknown exception";
+    }
+    std::lock_guard<std::mutex> lock(meeting.mu);
+    meeting.reference_ended = true;
+    meeting.reference_error = error;
+    meeting.cv.notify_all();
+  });
+  ThreadSide() = 0;
+  struct Join {  // the reference side ends with its body, also when the candidate side throws
+    std::thread& t;
+    PairedMeeting& m;
+    ~Join() {
+      {
+        std::lock_guard<std::mutex> lock(m.mu);
+        m.measured = true;  // releases a reference side still waiting in measure_runtime
+        m.cv.notify_all();
+      }
+      t.join();
+      ThreadSide() = -1;
+      GetState().meeting = nullptr;
+    }
+  } join{reference, meeting};
+  t.body();  // may throw: handled by the caller, the guard joins the reference side
+  {
+    std::unique_lock<std::mutex> lock(meeting.mu);
+    meeting.measured = true;
+    meeting.cv.notify_all();
+    meeting.cv.wait(lock, [&] { return meeting.reference_ended; });
+  }
+  if (!meeting.reference_ms.empty()) st.reference_runtimes[t.name] = meeting.reference_ms;
+  return meeting.reference_error;
+}
+
+/// Runs the protocol (see the file comment). Returns the exit code.
+inline int Main(int argc, char** argv) {
+  const auto started = std::chrono::steady_clock::now();
+  State& st = GetState();
+  bool list = false, run = false;
+  std::string select;
+  int fd = -1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--kf-list") list = true;
+    else if (a == "--kf-run") run = true;
+    else if (a == "--kf-ref") st.reference = true;
+    else if (a.rfind("--kf-select=", 0) == 0) select = a.substr(12);
+    else if (a.rfind("--kf-result-fd=", 0) == 0) fd = std::atoi(a.c_str() + 15);
+    else if (a == "--kf-paired") st.paired = true;
+    else if (a.rfind("--kf-paired-options=", 0) == 0) {
+      try {
+        st.paired_options = nlohmann::ordered_json::parse(a.substr(20));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "kf sdk: --kf-paired-options is not JSON: %s\n", e.what());
+        return 2;
+      }
+    }
+    else if (a.rfind("--kf-runtime-params=", 0) == 0) {
+      try {
+        st.runtime_params = nlohmann::ordered_json::parse(a.substr(20));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "kf sdk: --kf-runtime-params is not JSON: %s\n", e.what());
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "kf sdk: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (list) {
+    nlohmann::ordered_json doc = {{"tests", nlohmann::ordered_json::array()}};
+    for (const auto& t : st.tests) doc["tests"].push_back({{"name", t.name}, {"kind", t.kind}});
+    std::printf("%s\n", doc.dump().c_str());
+    return 0;
+  }
+  if (!run || (select != "correctness" && select != "performance")) {
+    std::fprintf(stderr, "usage: %s --kf-list | --kf-run --kf-select=correctness|performance [--kf-ref] "
+                 "[--kf-runtime-params=JSON] --kf-result-fd=N\n", argv[0]);
+    return 2;
+  }
+  nlohmann::ordered_json doc = {{"tests", nlohmann::ordered_json::array()}, {"runtimes", nullptr},
+                                {"skipped_reason", nullptr}};
+  const bool paired = st.paired && select == "performance";
+  nlohmann::ordered_json reference_tests = nlohmann::ordered_json::array();
+  bool failed = false;
+  for (const auto& t : st.tests) {
+    if (t.kind != select) continue;
+    st.current = t.name;
+    std::string status = "passed", message;
+    try {
+      if (paired) {
+        const std::string reference_error = RunPairedBody(t);
+        reference_tests.push_back({{"name", t.name}, {"kind", t.kind},
+                                   {"status", reference_error.empty() ? "passed" : "failed"},
+                                   {"message", reference_error}});
+      } else {
+        t.body();
+      }
+    } catch (const Skip& e) {
+      status = "skipped";
+      message = e.what();
+      if (doc["skipped_reason"].is_null()) doc["skipped_reason"] = message;
+    } catch (const Failure& e) {
+      status = "failed";
+      message = e.what();
+    } catch (const std::exception& e) {
+      status = "error";
+      message = e.what();
+    } catch (...) {
+      status = "error";
+      message = "unknown exception";
+    }
+    if (status == "failed" || status == "error") failed = true;
+    std::string upper = status == "passed" ? "PASSED" : status == "skipped" ? "SKIPPED" : "FAILED";
+    std::printf("%s %s%s%s\n", t.name.c_str(), upper.c_str(), message.empty() ? "" : ": ", message.c_str());
+    std::fflush(stdout);
+    doc["tests"].push_back({{"name", t.name}, {"kind", t.kind}, {"status", status}, {"message", message}});
+  }
+  doc["runtimes"] = st.runtimes;
+  if (paired) {
+    doc["paired"] = st.paired_records;
+    doc["reference_runtimes"] = st.reference_runtimes;
+    doc["reference_tests"] = reference_tests;
+    doc["conditions"] = {{"threads", std::getenv("KF_THREADS") ? std::atoi(std::getenv("KF_THREADS")) : 0}};
+  }
+  doc["elapsed_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  std::string text = doc.dump();
+  if (fd >= 0) {
+    size_t off = 0;
+    while (off < text.size()) {
+      ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace kf::sdk
+
+/// Registers a correctness test named `name` (its body follows as a function body).
+#define KF_TEST(name)                                                                                 \
+  static void kf_test_##name();                                                                      \
+  [[maybe_unused]] static const bool kf_registered_##name = ::kf::sdk::Register(#name, "correctness", \
+                                                                                kf_test_##name);     \
+  static void kf_test_##name()
+/// Registers a benchmark named `name`; its body calls kf::sdk::measure_runtime.
+#define KF_BENCHMARK(name)                                                                            \
+  static void kf_test_##name();                                                                      \
+  [[maybe_unused]] static const bool kf_registered_##name = ::kf::sdk::Register(#name, "performance", \
+                                                                                kf_test_##name);     \
+  static void kf_test_##name()
+/// Ends the current test as skipped with `reason` (e.g. "no CUDA device").
+#define KF_SKIP(reason) throw ::kf::sdk::Skip(reason)
+
+#ifdef KF_TASK_MAIN
+int main(int argc, char** argv) { return ::kf::sdk::Main(argc, argv); }
+#endif

@@ -1,0 +1,273 @@
+// kernelfoundry._measure: paired timing (include/kernelfoundry/paired.hpp) and the trusted comparisons the
+// pytest plugin's paired mode uses (outputs of timed calls against the reference's, inputs against what was
+// put into them). The comparisons read raw buffers (the buffer protocol) in C++, so that candidate code in
+// the same process cannot change their verdict by patching Python functions (torch.allclose,
+// kernelfoundry.testing.assert_allclose, …).
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernelfoundry/paired.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+// IEEE 754 binary16 -> float.
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1Fu;
+  uint32_t mant = h & 0x3FFu;
+  uint32_t bits = 0;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3FFu;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// The element type of a buffer, normalised: "f4", "f8", "f2", "i<n>", "u<n>", "b1"; empty when unsupported.
+std::string TypeOf(const py::buffer_info& b) {
+  std::string f = b.format;
+  if (!f.empty() && (f[0] == '<' || f[0] == '=' || f[0] == '@' || f[0] == '!' || f[0] == '>')) f = f.substr(1);
+  if (f == "f") return "f4";
+  if (f == "d") return "f8";
+  if (f == "e") return "f2";
+  if (f == "?") return "b1";
+  if (f.size() == 1 && std::string("bhilq").find(f[0]) != std::string::npos) return "i" + std::to_string(b.itemsize);
+  if (f.size() == 1 && std::string("BHILQ").find(f[0]) != std::string::npos) return "u" + std::to_string(b.itemsize);
+  return "";
+}
+
+bool Contiguous(const py::buffer_info& b) {
+  py::ssize_t expect = b.itemsize;
+  for (py::ssize_t d = b.ndim - 1; d >= 0; --d) {
+    if (b.shape[static_cast<size_t>(d)] > 1 && b.strides[static_cast<size_t>(d)] != expect) return false;
+    expect *= b.shape[static_cast<size_t>(d)];
+  }
+  return true;
+}
+
+std::string ShapeText(const py::buffer_info& b) {
+  std::string s = "(";
+  for (size_t i = 0; i < b.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(b.shape[i]);
+  return s + (b.shape.size() == 1 ? ",)" : ")");
+}
+
+double ValueAt(const py::buffer_info& b, const std::string& type, py::ssize_t i) {
+  const char* p = static_cast<const char*>(b.ptr) + i * b.itemsize;
+  if (type == "f4") return static_cast<double>(*reinterpret_cast<const float*>(p));
+  if (type == "f8") return *reinterpret_cast<const double*>(p);
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return static_cast<double>(HalfToFloat(h));
+}
+
+// See the binding's docstring.
+std::optional<std::string> Compare(const py::buffer& actual, const py::buffer& expected, double rtol, double atol_rms,
+                                   double min_ok_ratio) {
+  const py::buffer_info a = actual.request();
+  const py::buffer_info e = expected.request();
+  const std::string ta = TypeOf(a), te = TypeOf(e);
+  if (ta.empty() || te.empty()) return "unsupported element type (" + a.format + " / " + e.format + ")";
+  if (ta != te) return "dtype " + ta + " where the reference has " + te;
+  if (a.shape != e.shape) return "shape " + ShapeText(a) + " where the reference has " + ShapeText(e);
+  if (!Contiguous(a) || !Contiguous(e)) return "non-contiguous buffers (internal: convert first)";
+  const py::ssize_t n = e.size;
+  if (n == 0) return std::nullopt;
+  if (ta[0] != 'f') {  // integers and booleans: exact
+    py::ssize_t bad = 0, first = -1;
+    for (py::ssize_t i = 0; i < n; ++i) {
+      if (std::memcmp(static_cast<const char*>(a.ptr) + i * a.itemsize,
+                      static_cast<const char*>(e.ptr) + i * e.itemsize, static_cast<size_t>(a.itemsize)) != 0) {
+        if (first < 0) first = i;
+        ++bad;
+      }
+    }
+    if (bad == 0) return std::nullopt;
+    return std::to_string(bad) + " of " + std::to_string(n) + " values differ (first at index " +
+           std::to_string(first) + ")";
+  }
+  // Floats: |a - e| <= rtol·|e| + atol_rms·rms(e); any NaN/Inf where the reference is finite fails.
+  double sum_sq = 0;
+  py::ssize_t finite = 0;
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const double v = ValueAt(e, te, i);
+    if (std::isfinite(v)) {
+      sum_sq += v * v;
+      ++finite;
+    }
+  }
+  const double rms = finite ? std::sqrt(sum_sq / static_cast<double>(finite)) : 0.0;
+  py::ssize_t bad = 0, nonfinite = 0, first = -1;
+  double first_a = 0, first_e = 0;
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const double ev = ValueAt(e, te, i), av = ValueAt(a, ta, i);
+    bool ok;
+    if (std::isfinite(ev)) {
+      if (!std::isfinite(av)) {
+        ++nonfinite;
+        ok = false;
+      } else {
+        ok = std::fabs(av - ev) <= rtol * std::fabs(ev) + atol_rms * rms;
+      }
+    } else {
+      ok = (std::isnan(ev) && std::isnan(av)) || av == ev;
+    }
+    if (!ok) {
+      if (first < 0) {
+        first = i;
+        first_a = av;
+        first_e = ev;
+      }
+      ++bad;
+    }
+  }
+  const double ok_ratio = 1.0 - static_cast<double>(bad) / static_cast<double>(n);
+  if (nonfinite == 0 && ok_ratio >= min_ok_ratio) return std::nullopt;
+  std::ostringstream msg;
+  msg << bad << " of " << n << " values differ from the reference's (first at index " << first << ": " << first_a
+      << " vs " << first_e << ")";
+  if (nonfinite) msg << ", " << nonfinite << " NaN/Inf where the reference is finite";
+  return msg.str();
+}
+
+bool Equal(const py::buffer& x, const py::buffer& y) {
+  const py::buffer_info a = x.request();
+  const py::buffer_info b = y.request();
+  if (TypeOf(a) != TypeOf(b) || a.shape != b.shape || a.itemsize != b.itemsize) return false;
+  if (!Contiguous(a) || !Contiguous(b)) throw py::value_error("equal: non-contiguous buffers");
+  return std::memcmp(a.ptr, b.ptr, static_cast<size_t>(a.size * a.itemsize)) == 0;
+}
+
+// A Python callable run with the GIL held (MeasurePaired runs without it); Ctrl-C is checked after each call.
+template <typename... Args>
+std::function<void(Args...)> WithGil(const py::object& fn) {
+  if (fn.is_none()) return nullptr;
+  if (!PyCallable_Check(fn.ptr())) throw py::type_error("expected a callable or None");
+  return [fn](Args... args) {
+    py::gil_scoped_acquire gil;
+    fn(args...);
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  };
+}
+
+kf::PairedSide SideFrom(const py::tuple& side) {
+  if (side.size() != 3) throw py::value_error("a side is (prepare(round) | None, call(), sync() | None)");
+  kf::PairedSide s;
+  s.prepare = WithGil<int64_t>(side[0]);
+  s.call = WithGil<>(side[1]);
+  s.sync = WithGil<>(side[2]);
+  if (!s.call) throw py::value_error("a side needs a call()");
+  return s;
+}
+
+py::dict MeasurePairedPy(const py::tuple& candidate, const py::tuple& reference, const py::dict& options,
+                         const py::object& check) {
+  kf::PairedOptions o;
+  for (const auto& [k, v] : options) {
+    const std::string key = py::str(k);
+    if (key == "target_rel_half_width") o.target_rel_half_width = v.cast<double>();
+    else if (key == "budget_s") o.budget_s = v.cast<double>();
+    else if (key == "warmup_budget_fraction") o.warmup_budget_fraction = v.cast<double>();
+    else if (key == "min_rounds") o.min_rounds = v.cast<int64_t>();
+    else if (key == "max_rounds") o.max_rounds = v.cast<int64_t>();
+    else if (key == "warmup_min_rounds") o.warmup_min_rounds = v.cast<int64_t>();
+    else if (key == "warmup_window") o.warmup_window = v.cast<int64_t>();
+    else if (key == "warmup_tolerance") o.warmup_tolerance = v.cast<double>();
+    else if (key == "min_sample_s") o.min_sample_s = v.cast<double>();
+    else if (key == "quiesce_max_s") o.quiesce_max_s = v.cast<double>();
+    else if (key == "check_fraction") o.check_fraction = v.cast<double>();
+    else if (key == "seed") o.seed = v.cast<uint64_t>();
+    else throw py::value_error("measure_paired: unknown option '" + key + "'");
+  }
+  kf::PairedSide c = SideFrom(candidate), r = SideFrom(reference);
+  kf::PairedCheck chk;
+  if (!check.is_none()) {
+    chk = [check](int64_t round) -> std::optional<std::string> {
+      py::gil_scoped_acquire gil;
+      py::object res = check(round);
+      if (res.is_none()) return std::nullopt;
+      return py::str(res).cast<std::string>();
+    };
+  }
+  kf::PairedResult res;
+  {
+    py::gil_scoped_release release;
+    res = kf::MeasurePaired(c, r, o, chk);
+  }
+  py::dict out;
+  out["candidate_ms"] = res.candidate_ms;
+  out["reference_ms"] = res.reference_ms;
+  out["ratios"] = res.ratios;
+  out["speedup"] = res.speedup.median;
+  out["ci"] = py::make_tuple(res.speedup.low, res.speedup.high);
+  out["rel_half_width"] = res.rel_half_width;
+  out["target_reached"] = res.target_reached;
+  out["warmup_rounds"] = res.warmup_rounds;
+  out["rounds"] = res.rounds;
+  out["calls_per_sample"] = res.calls_per_sample;
+  out["checked_rounds"] = res.checked_rounds;
+  out["elapsed_s"] = res.elapsed_s;
+  out["elapsed_raw_s"] = res.elapsed_raw_s;
+  out["candidate_window_s"] = res.candidate_window_s;
+  out["reference_window_s"] = res.reference_window_s;
+  out["candidate_after_cpu_s"] = res.candidate_after_cpu_s;
+  out["reference_after_cpu_s"] = res.reference_after_cpu_s;
+  out["stop"] = res.stop;
+  out["problem"] = res.problem ? py::object(py::str(*res.problem)) : py::object(py::none());
+  return out;
+}
+
+}  // namespace
+
+/// Adds measure_paired, compare, equal and median_ci to the _measure module (called from measure_module.cc).
+void RegisterPaired(py::module_& m) {
+  m.def("measure_paired", &MeasurePairedPy, py::arg("candidate"), py::arg("reference"),
+        py::arg("options") = py::dict(), py::arg("check") = py::none(),
+        "Paired timing (include/kernelfoundry/paired.hpp). candidate/reference: (prepare(round) | None, call(), "
+        "sync() | None). options: PairedOptions fields by name. check(round) -> None | problem string, called "
+        "after both sides ran in a checked round. Returns a dict: candidate_ms, reference_ms, ratios (per "
+        "round, per-call ms), speedup (median ratio reference/candidate), ci (95 %), rel_half_width, "
+        "target_reached, warmup_rounds, rounds, calls_per_sample, checked_rounds, elapsed_s, elapsed_raw_s, "
+        "candidate/reference_window_s, candidate/reference_after_cpu_s, stop, problem. The GIL is released "
+        "between callbacks.");
+  m.def("compare", &Compare, py::arg("actual"), py::arg("expected"), py::arg("rtol") = 1e-2,
+        py::arg("atol_rms") = 1e-3, py::arg("min_ok_ratio") = 0.99,
+        "Compares two contiguous buffers (numpy arrays) element by element: None when they agree, else the "
+        "problem. dtype and shape must match; integers/booleans exactly; floats within rtol·|e| + "
+        "atol_rms·rms(e) (the absolute part scales with the reference's magnitude, so an all-zeros output "
+        "fails), at least min_ok_ratio of the elements, and no NaN/Inf where the reference is finite.");
+  m.def("equal", &Equal, py::arg("a"), py::arg("b"),
+        "True when two contiguous buffers have the same type, shape and bytes.");
+  m.def(
+      "median_ci",
+      [](std::vector<double> values, double confidence) {
+        kf::MedianCI ci = kf::MedianWithCI(std::move(values), confidence);
+        return py::make_tuple(ci.median, ci.low, ci.high);
+      },
+      py::arg("values"), py::arg("confidence") = 0.95,
+      "(median, low, high): the median and its distribution-free confidence interval from order statistics.");
+}

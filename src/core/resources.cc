@@ -1,0 +1,179 @@
+// Run-time resource lookup (see include/kernelfoundry/resources.hpp): environment variable -> install prefix
+// of the running executable -> build tree -> source tree (the last two only for programs in the build tree).
+//
+// The build system passes (CMakeLists.txt, on this file only):
+//   KF_BUILD_DIR, KF_SOURCE_DIR   absolute build and source trees of this build
+//   KF_DATA_FROM_BINDIR           the install data dir relative to the install bin dir ("../share/kernelfoundry")
+//   KF_SDK_SOURCES                the SDK sources relative to the SDK's src/, ':'-separated
+#include "kernelfoundry/resources.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "kernelfoundry/error.hpp"
+
+#if !defined(KF_BUILD_DIR) || !defined(KF_SOURCE_DIR) || !defined(KF_DATA_FROM_BINDIR) || !defined(KF_SDK_SOURCES)
+#error "resources.cc needs KF_BUILD_DIR, KF_SOURCE_DIR, KF_DATA_FROM_BINDIR and KF_SDK_SOURCES (see CMakeLists.txt)"
+#endif
+
+namespace kf {
+namespace fs = std::filesystem;
+namespace {
+
+struct Candidate {
+  fs::path dir;
+  std::string origin;
+};
+
+std::string EnvOrEmpty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+bool IsFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+fs::path Absolute(const fs::path& p) {
+  std::error_code ec;
+  fs::path a = fs::weakly_canonical(p, ec);
+  return ec ? p.lexically_normal() : a;
+}
+
+// True when `path` lies inside `dir` (both resolved).
+bool IsInside(const fs::path& path, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(path, ec);
+  if (ec) return false;
+  const fs::path d = fs::weakly_canonical(dir, ec);
+  if (ec) return false;
+  auto [dit, pit] = std::mismatch(d.begin(), d.end(), p.begin(), p.end());
+  return dit == d.end();
+}
+
+// The candidates after the environment variable: install prefix, then (build-tree programs only) the
+// development trees, each as `sub` below its root.
+// The file of the loaded object that holds this code: the executable, or a shared object such as the Python
+// API's compiled module (loaded by /usr/bin/python3, which lies in no build tree). Empty when unknown.
+fs::path ThisObject() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ThisObject), &info) == 0 || info.dli_fname == nullptr) return {};
+  return fs::path(info.dli_fname);
+}
+
+std::vector<Candidate> Fallbacks(const fs::path& install_sub, const fs::path& build_sub, const fs::path& source_sub) {
+  std::vector<Candidate> out;
+  const fs::path exe = RunningExecutable();
+  if (!exe.empty()) {
+    out.push_back({(exe.parent_path() / KF_DATA_FROM_BINDIR / install_sub).lexically_normal(),
+                   "install prefix of " + exe.string()});
+    if (IsInside(exe, KF_BUILD_DIR) || IsInside(ThisObject(), KF_BUILD_DIR)) {
+      if (!build_sub.empty()) out.push_back({fs::path(KF_BUILD_DIR) / build_sub, "build tree"});
+      out.push_back({fs::path(KF_SOURCE_DIR) / source_sub, "source tree"});
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> SdkSourceList() {
+  std::vector<std::string> out;
+  std::string_view all = KF_SDK_SOURCES;
+  while (!all.empty()) {
+    size_t colon = all.find(':');
+    std::string_view one = all.substr(0, colon);
+    if (!one.empty()) out.emplace_back(one);
+    all = colon == std::string_view::npos ? std::string_view() : all.substr(colon + 1);
+  }
+  return out;
+}
+
+// The files that make a directory a task SDK, relative to it.
+std::vector<fs::path> SdkMarkers() {
+  std::vector<fs::path> out = {"include/kernelfoundry/sdk/task_sdk.hpp"};
+  for (const std::string& s : SdkSourceList()) out.push_back(fs::path("src") / s);
+  return out;
+}
+
+// The markers missing from an SDK candidate (empty = usable).
+std::vector<fs::path> SdkMissing(const fs::path& dir) {
+  std::vector<fs::path> missing;
+  for (const fs::path& m : SdkMarkers())
+    if (!IsFile(dir / m)) missing.push_back(m);
+  return missing;
+}
+
+std::string Looked(const std::vector<Candidate>& candidates) {
+  std::string out;
+  for (const Candidate& c : candidates) out += (out.empty() ? "" : ", ") + c.dir.string() + " (" + c.origin + ")";
+  return out.empty() ? std::string("nowhere (/proc/self/exe unreadable)") : out;
+}
+
+}  // namespace
+
+fs::path RunningExecutable() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe;
+}
+
+std::string TaskPythonInterpreter() {
+  std::string env = EnvOrEmpty("KF_PYTHON");
+  return env.empty() ? std::string("/usr/bin/python3") : env;
+}
+
+ResourceDir TaskPythonDir() {
+  constexpr const char* kMarker = "kernelfoundry/__init__.py";
+  if (std::string env = EnvOrEmpty("KF_PYTHON_DIR"); !env.empty()) {
+    if (IsFile(fs::path(env) / kMarker)) return {Absolute(env), "KF_PYTHON_DIR"};
+    throw Error(ErrorKind::kNotFound,
+                "KF_PYTHON_DIR=" + env + " does not hold the task-side Python package (no " +
+                    (fs::path(env) / kMarker).string() + ")",
+                "", "KF_PYTHON_DIR");
+  }
+  const std::vector<Candidate> candidates = Fallbacks("python", "python", "python");
+  for (const Candidate& c : candidates)
+    if (IsFile(c.dir / kMarker)) return {Absolute(c.dir), c.origin};
+  throw Error(ErrorKind::kNotFound,
+              std::string("cannot find the task-side Python package (a directory holding ") + kMarker +
+                  "): KF_PYTHON_DIR is not set; looked in " + Looked(candidates) +
+                  ". Install kf with `cmake --install` or set KF_PYTHON_DIR",
+              "", "KF_PYTHON_DIR");
+}
+
+TaskSdk FindTaskSdk() {
+  auto make = [](const fs::path& dir, std::string origin) {
+    TaskSdk sdk;
+    const fs::path root = Absolute(dir);
+    sdk.include_dir = root / "include";
+    for (const std::string& s : SdkSourceList()) sdk.sources.push_back(root / "src" / s);
+    sdk.origin = std::move(origin);
+    return sdk;
+  };
+  auto names = [](const std::vector<fs::path>& missing) {
+    std::string out;
+    for (const fs::path& m : missing) out += (out.empty() ? "" : ", ") + m.string();
+    return out;
+  };
+  if (std::string env = EnvOrEmpty("KF_SDK_DIR"); !env.empty()) {
+    std::vector<fs::path> missing = SdkMissing(env);
+    if (missing.empty()) return make(env, "KF_SDK_DIR");
+    throw Error(ErrorKind::kNotFound, "KF_SDK_DIR=" + env + " is not a task SDK directory (missing " + names(missing) + ")",
+                "", "KF_SDK_DIR");
+  }
+  const std::vector<Candidate> candidates = Fallbacks("sdk", "", "");
+  for (const Candidate& c : candidates)
+    if (SdkMissing(c.dir).empty()) return make(c.dir, c.origin);
+  throw Error(ErrorKind::kNotFound,
+              "cannot find the task SDK (a directory with " + names(SdkMarkers()) +
+                  "): KF_SDK_DIR is not set; looked in " + Looked(candidates) +
+                  ". Install kf with `cmake --install` or set KF_SDK_DIR",
+              "", "KF_SDK_DIR");
+}
+
+}  // namespace kf

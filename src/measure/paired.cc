@@ -1,0 +1,226 @@
+// Paired timing and the median's confidence interval (kernelfoundry/paired.hpp).
+#include "kernelfoundry/paired.hpp"
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "kernelfoundry/error.hpp"
+
+namespace kf {
+namespace {
+
+double Seconds(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) * 1e-9; }
+
+double ClockSeconds(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// CLOCK_MONOTONIC through the raw system call: neither the vDSO nor a libc symbol, so code that patches
+// either in this process cannot change it (a cross-check of the loop's own clock).
+double RawMonotonicSeconds() {
+  timespec ts{};
+  syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// CPU seconds used by this process's threads other than the calling one.
+double OtherThreadsCpu() {
+  return ClockSeconds(CLOCK_PROCESS_CPUTIME_ID) - ClockSeconds(CLOCK_THREAD_CPUTIME_ID);
+}
+
+// Waits until the other threads of the process are idle (less than a quarter of a core over a 200 µs slice),
+// at most `max_s`; returns the CPU seconds they used from the call until then.
+double Quiesce(double max_s) {
+  if (max_s <= 0) return 0;
+  const double start = OtherThreadsCpu();
+  const double deadline = ClockSeconds(CLOCK_MONOTONIC) + max_s;
+  double last = start;
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    const double now = OtherThreadsCpu();
+    if (now - last < 50e-6 || ClockSeconds(CLOCK_MONOTONIC) >= deadline) return now - start;
+    last = now;
+  }
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void Require(bool ok, const char* field, const std::string& what) {
+  if (!ok) throw Error(ErrorKind::kInvalidArgument, "expected " + what, "PairedOptions", field);
+}
+
+}  // namespace
+
+void PairedOptions::Validate() const {
+  Require(std::isfinite(target_rel_half_width) && target_rel_half_width > 0, "target_rel_half_width",
+          "a positive number");
+  Require(std::isfinite(budget_s) && budget_s > 0, "budget_s", "a positive number of seconds");
+  Require(warmup_budget_fraction >= 0 && warmup_budget_fraction < 1, "warmup_budget_fraction", "a value in [0, 1)");
+  Require(min_rounds >= 1 && max_rounds >= min_rounds, "min_rounds", "1 <= min_rounds <= max_rounds");
+  Require(warmup_min_rounds >= 0 && warmup_window >= 1, "warmup_window", "warmup_min_rounds >= 0, warmup_window >= 1");
+  Require(std::isfinite(warmup_tolerance) && warmup_tolerance > 0, "warmup_tolerance", "a positive number");
+  Require(std::isfinite(min_sample_s) && min_sample_s >= 0, "min_sample_s", "a time >= 0");
+  Require(std::isfinite(quiesce_max_s) && quiesce_max_s >= 0, "quiesce_max_s", "a time >= 0");
+  Require(check_fraction >= 0 && check_fraction <= 1, "check_fraction", "a value in [0, 1]");
+}
+
+MedianCI MedianWithCI(std::vector<double> values, double confidence) {
+  if (values.empty()) throw Error(ErrorKind::kInvalidArgument, "no values", "", "values");
+  std::sort(values.begin(), values.end());
+  const int64_t n = static_cast<int64_t>(values.size());
+  MedianCI out;
+  out.median = n % 2 ? values[static_cast<size_t>(n / 2)] : 0.5 * (values[static_cast<size_t>(n / 2 - 1)] +
+                                                                   values[static_cast<size_t>(n / 2)]);
+  // Largest k with P(B <= k - 1) <= alpha/2, B ~ Binomial(n, 1/2); pmf in the log domain (n can be large).
+  const double alpha_half = (1.0 - confidence) / 2.0;
+  const double log_half_n = static_cast<double>(n) * std::log(0.5);
+  const double lgn = std::lgamma(static_cast<double>(n) + 1.0);
+  double cdf = 0;
+  int64_t k = 0;  // 0: no rank qualifies
+  for (int64_t j = 0; j <= n / 2; ++j) {
+    const double log_pmf = lgn - std::lgamma(static_cast<double>(j) + 1.0) -
+                           std::lgamma(static_cast<double>(n - j) + 1.0) + log_half_n;
+    cdf += std::exp(log_pmf);  // cdf = P(B <= j)
+    if (cdf > alpha_half) break;
+    k = j + 1;  // P(B <= (j + 1) - 1) <= alpha/2
+  }
+  if (k == 0) {
+    out.low = values.front();
+    out.high = values.back();
+  } else {
+    out.low = values[static_cast<size_t>(k - 1)];
+    out.high = values[static_cast<size_t>(n - k)];
+  }
+  return out;
+}
+
+PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& reference, const PairedOptions& options,
+                           const PairedCheck& check, const MeasureClock& clock) {
+  options.Validate();
+  if (!candidate.call || !reference.call) {
+    throw Error(ErrorKind::kInvalidArgument, "both sides need a callable", "", "call");
+  }
+  const MeasureClock now = clock ? clock : MeasureClock(SteadyNow);
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  PairedResult out;
+  const std::chrono::nanoseconds t_start = now();
+  const double raw_start = RawMonotonicSeconds();
+  auto elapsed = [&] { return Seconds(now() - t_start); };
+  int64_t round = 0;
+
+  // One side's sample: prepare, the timed window of n calls, the quiet wait. Returns seconds per call.
+  auto sample = [&](const PairedSide& side, int64_t n, double* window_s, double* after_cpu_s) {
+    if (side.prepare) side.prepare(round);
+    if (side.sync) side.sync();
+    const std::chrono::nanoseconds t0 = now();
+    for (int64_t i = 0; i < n; ++i) side.call();
+    if (side.sync) side.sync();
+    const double s = Seconds(now() - t0);
+    const double after = Quiesce(options.quiesce_max_s);
+    if (window_s) *window_s += s;
+    if (after_cpu_s) *after_cpu_s += after;
+    return std::max(s, 1e-9) / static_cast<double>(n);
+  };
+  // One round: both sides once each, in a random order. Returns {candidate, reference} seconds per call.
+  auto run_round = [&](int64_t n, bool measured) {
+    const bool candidate_first = unit(rng) < 0.5;
+    int64_t batch = n;
+    if (n > 1) batch = n / 2 + static_cast<int64_t>(unit(rng) * static_cast<double>(n + 1));
+    batch = std::max<int64_t>(1, batch);
+    double c = 0, r = 0;
+    double* cw = measured ? &out.candidate_window_s : nullptr;
+    double* rw = measured ? &out.reference_window_s : nullptr;
+    double* ca = measured ? &out.candidate_after_cpu_s : nullptr;
+    double* ra = measured ? &out.reference_after_cpu_s : nullptr;
+    if (candidate_first) {
+      c = sample(candidate, batch, cw, ca);
+      r = sample(reference, batch, rw, ra);
+    } else {
+      r = sample(reference, batch, rw, ra);
+      c = sample(candidate, batch, cw, ca);
+    }
+    return std::pair<double, double>{c, r};
+  };
+
+  // Probe: one call per side sizes the batch so that a sample lasts at least min_sample_s.
+  auto [pc, pr] = run_round(1, false);
+  ++round;
+  out.calls_per_sample =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(options.min_sample_s / std::max(std::min(pc, pr), 1e-9))));
+
+  // Warm-up until both sides' per-call medians are stable.
+  const double warmup_budget = options.budget_s * options.warmup_budget_fraction;
+  std::vector<double> wc, wr;
+  while (elapsed() < warmup_budget) {
+    auto [c, r] = run_round(out.calls_per_sample, false);
+    ++round;
+    wc.push_back(c);
+    wr.push_back(r);
+    const int64_t w = options.warmup_window;
+    const int64_t n = static_cast<int64_t>(wc.size());
+    if (n < std::max(options.warmup_min_rounds, 2 * w)) continue;
+    auto window = [&](const std::vector<double>& v, int64_t from) {
+      return Median(std::vector<double>(v.begin() + from, v.begin() + from + w));
+    };
+    auto stable = [&](const std::vector<double>& v) {
+      const double last = window(v, n - w), before = window(v, n - 2 * w);
+      return std::fabs(last - before) <= options.warmup_tolerance * before;
+    };
+    if (stable(wc) && stable(wr)) break;
+  }
+  out.warmup_rounds = static_cast<int64_t>(wc.size());
+
+  // Measured rounds.
+  out.stop = "budget";
+  const int64_t always_measured = std::min<int64_t>(options.min_rounds, 3);
+  while (true) {
+    auto [c, r] = run_round(out.calls_per_sample, true);
+    const int64_t this_round = round++;
+    out.candidate_ms.push_back(c * 1000.0);
+    out.reference_ms.push_back(r * 1000.0);
+    out.ratios.push_back(r / c);
+    ++out.rounds;
+    const bool checked = out.rounds <= 3 || unit(rng) < options.check_fraction;
+    if (check && checked) {
+      ++out.checked_rounds;
+      if (std::optional<std::string> problem = check(this_round)) {
+        out.problem = std::move(problem);
+        out.stop = "check";
+        break;
+      }
+    }
+    if (out.rounds >= options.min_rounds) {
+      MedianCI ci = MedianWithCI(out.ratios);
+      if ((ci.high - ci.low) / 2.0 <= options.target_rel_half_width * ci.median) {
+        out.stop = "target";
+        break;
+      }
+    }
+    if (out.rounds >= options.max_rounds) {
+      out.stop = "max_rounds";
+      break;
+    }
+    if (out.rounds >= always_measured && elapsed() >= options.budget_s) break;
+  }
+  out.speedup = MedianWithCI(out.ratios);
+  out.rel_half_width = out.speedup.median > 0 ? (out.speedup.high - out.speedup.low) / 2.0 / out.speedup.median : 0;
+  out.target_reached = out.stop == "target";
+  out.elapsed_s = elapsed();
+  out.elapsed_raw_s = RawMonotonicSeconds() - raw_start;
+  return out;
+}
+
+}  // namespace kf

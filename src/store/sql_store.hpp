@@ -1,0 +1,92 @@
+// SqlStore — the one implementation of kf::Store, written in SQL that SQLite and PostgreSQL both run, over a
+// SqlConnection (sql_connection.hpp) that a backend supplies. Row checks (schema.hpp CheckRow) and the job
+// lifecycle (job_lifecycle.hpp) are backend-neutral; only the driver and the DDL differ per backend. Thread
+// safety as in store.hpp: one mutex serialises the calls on the one connection.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/store.hpp"
+#include "store/schema.hpp"
+#include "store/sql_connection.hpp"
+
+namespace kf::store {
+
+class SqlStore final : public Store {
+ public:
+  /// Takes over an open connection whose schema has been created and checked. `status_table`: the database
+  /// has kf_kernel_status (else our status is computed from eval_log and not recorded on insert).
+  SqlStore(std::unique_ptr<SqlConnection> conn, bool status_table);
+  ~SqlStore() override;
+  SqlStore(const SqlStore&) = delete;
+  SqlStore& operator=(const SqlStore&) = delete;
+
+  bool InsertTask(const Json& row) override;
+  int64_t CreateJob(const std::string& task_origin, const Json& config) override;
+  [[nodiscard]] JobUpdateOutcome UpdateJob(int64_t id, const JobUpdate& update) override;
+  int64_t InsertKernel(const Json& row) override;
+  void InsertJobLogs(const std::vector<JobLog>& logs) override;
+  std::vector<Json> ListKernels(const KernelQuery& query) override;
+  int64_t CountKernels(const KernelQuery& query) override;
+  std::optional<Json> GetKernel(int64_t id) override;
+  std::vector<Json> ListJobs(const JobQuery& query) override;
+  int64_t CountJobs(const JobQuery& query) override;
+  std::vector<Json> ListJobLogs(int64_t job_id) override;
+  std::vector<TaskSummary> ListTaskSummaries() override;
+  std::vector<KernelPoint> KernelHistory(const HistoryQuery& query) override;
+  Json GetJob(int64_t id) override;
+  std::optional<Json> GetTask(const std::string& id) override;
+  std::string Describe() const override;
+
+ private:
+  /// Inserts one checked row of `table` (`conflict` is appended, e.g. ON CONFLICT … DO NOTHING) and
+  /// returns its id (null when the conflict clause skipped it). REQUIRES: mu_ held, a transaction open.
+  Json InsertRow(const Table& table, const Json& row, const std::vector<std::pair<std::string, Json>>& defaults,
+                 std::string_view conflict = {});
+  /// Every column of `table` of the rows selected by `where` (which may use params).
+  std::vector<Json> SelectRows(const Table& table, const std::string& where, const std::vector<SqlParam>& params);
+
+  /// SQL for our status of the kernels row aliased k: s.kf_status (joined by KfStatusJoin) or computed.
+  std::string KfStatusColumn() const;
+  /// " LEFT JOIN kf_kernel_status AS s …" when the table exists, else "".
+  std::string KfStatusJoin() const;
+
+  std::mutex mu_;
+  std::unique_ptr<SqlConnection> conn_;
+  bool status_table_;
+};
+
+/// Parameters collected while SQL text is built: Add returns the placeholder for the value.
+class ParamList {
+ public:
+  explicit ParamList(const SqlConnection& conn) : conn_(conn) {}
+  std::string Add(ColumnType type, Json value) {
+    params_.push_back({type, std::move(value)});
+    return conn_.Placeholder(static_cast<int>(params_.size()));
+  }
+  const std::vector<SqlParam>& params() const { return params_; }
+
+ private:
+  const SqlConnection& conn_;
+  std::vector<SqlParam> params_;
+};
+
+/// Re-throws `e` with its file set to `name` (errors of CheckRow carry no file).
+[[noreturn]] void RethrowWithFile(const Error& e, const std::string& name);
+
+/// Every kernels row of `table` as Json from cells in table order (the first table.columns.size() cells).
+Json RowFromCells(const Table& table, const SqlRow& cells, size_t first = 0);
+
+/// The result types of all columns of `table`, in order.
+std::vector<ColumnType> ColumnTypes(const Table& table);
+
+/// `SELECT "a", "b", … ` list of all columns of `table`, each prefixed by `alias.` when alias is not empty.
+std::string SelectList(const Table& table, std::string_view alias = {});
+
+}  // namespace kf::store

@@ -1,0 +1,133 @@
+// Resource lookup (kernelfoundry/resources.hpp): environment variables first (a wrong one is an error, never
+// skipped), then — for this test binary, which runs from the build tree — the build and source trees. The
+// install-prefix branch is exercised by the InstallE2E test (tests/install/install_test.sh).
+#include "kernelfoundry/resources.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernelfoundry/error.hpp"
+#include "test_util.hpp"
+
+namespace kf {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ExpectError;
+using testing::TempDir;
+using testing::WriteFile;
+
+// Sets an environment variable for one test and restores the old state afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(Resources, InterpreterIsKfPythonElseDebiansPython) {
+  {
+    ScopedEnv env("KF_PYTHON", "/opt/py/bin/python3.12");
+    EXPECT_EQ(TaskPythonInterpreter(), "/opt/py/bin/python3.12");
+  }
+  ScopedEnv unset("KF_PYTHON", nullptr);
+  EXPECT_EQ(TaskPythonInterpreter(), "/usr/bin/python3");
+  ScopedEnv empty("KF_PYTHON", "");
+  EXPECT_EQ(TaskPythonInterpreter(), "/usr/bin/python3");
+}
+
+TEST(Resources, PythonDirFromTheEnvironment) {
+  TempDir tmp;
+  WriteFile(tmp.path() / "pkg/kernelfoundry/__init__.py", "");
+  ScopedEnv env("KF_PYTHON_DIR", (tmp.path() / "pkg").c_str());
+  ResourceDir dir = TaskPythonDir();
+  EXPECT_EQ(dir.path, fs::canonical(tmp.path() / "pkg"));
+  EXPECT_EQ(dir.origin, "KF_PYTHON_DIR");
+}
+
+TEST(Resources, AWrongPythonDirVariableIsAnErrorNotSkipped) {
+  TempDir tmp;
+  ScopedEnv env("KF_PYTHON_DIR", tmp.path().c_str());
+  Error e = ExpectError(ErrorKind::kNotFound, [] { TaskPythonDir(); });
+  EXPECT_EQ(e.field(), "KF_PYTHON_DIR");
+  EXPECT_NE(e.message().find("KF_PYTHON_DIR=" + tmp.path().string()), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find((tmp.path() / "kernelfoundry/__init__.py").string()), std::string::npos) << e.what();
+}
+
+TEST(Resources, PythonDirOfABuildTreeProgramIsTheBuildOrSourceTree) {
+  ScopedEnv env("KF_PYTHON_DIR", nullptr);
+  ResourceDir dir = TaskPythonDir();
+  EXPECT_TRUE(fs::is_regular_file(dir.path / "kernelfoundry/__init__.py")) << dir.path;
+  if (dir.origin == "build tree") {
+    EXPECT_EQ(dir.path, fs::canonical(testing::BinaryDir() / "python"));
+  } else {
+    EXPECT_EQ(dir.origin, "source tree");
+    EXPECT_EQ(dir.path, fs::canonical(testing::SourceDir() / "python"));
+  }
+}
+
+TEST(Resources, SdkFromTheSourceTreeHasTheHeaderAndTheTimingLoopSources) {
+  ScopedEnv env("KF_SDK_DIR", nullptr);
+  TaskSdk sdk = FindTaskSdk();
+  EXPECT_EQ(sdk.origin, "source tree");
+  EXPECT_EQ(sdk.include_dir, fs::canonical(testing::SourceDir() / "include"));
+  EXPECT_TRUE(fs::is_regular_file(sdk.include_dir / "kernelfoundry/sdk/task_sdk.hpp"));
+  std::vector<std::string> names;
+  for (const fs::path& s : sdk.sources) {
+    EXPECT_TRUE(fs::is_regular_file(s)) << s;
+    names.push_back(s.lexically_relative(testing::SourceDir() / "src").string());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"measure/measure.cc", "measure/paired.cc", "measure/stats.cc",
+                                             "measure/round.cc", "core/error.cc"}));
+}
+
+TEST(Resources, SdkFromTheEnvironmentAndAnIncompleteOneNamesWhatIsMissing) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "sdk";
+  WriteFile(root / "include/kernelfoundry/sdk/task_sdk.hpp", "");
+  for (const char* s : {"measure/measure.cc", "measure/paired.cc", "measure/stats.cc", "measure/round.cc"})
+    WriteFile(root / "src" / s, "");
+  ScopedEnv env("KF_SDK_DIR", root.c_str());
+  Error e = ExpectError(ErrorKind::kNotFound, [] { FindTaskSdk(); });
+  EXPECT_EQ(e.field(), "KF_SDK_DIR");
+  EXPECT_NE(e.message().find("missing src/core/error.cc"), std::string::npos) << e.what();
+
+  WriteFile(root / "src/core/error.cc", "");
+  TaskSdk sdk = FindTaskSdk();
+  EXPECT_EQ(sdk.origin, "KF_SDK_DIR");
+  EXPECT_EQ(sdk.include_dir, fs::canonical(root) / "include");
+  ASSERT_EQ(sdk.sources.size(), 5u);
+  EXPECT_EQ(sdk.sources[4], fs::canonical(root) / "src/core/error.cc");
+}
+
+TEST(Resources, RunningExecutableIsThisTestBinary) {
+  fs::path exe = RunningExecutable();
+  EXPECT_EQ(exe.filename(), "kf_core_tests");
+  EXPECT_TRUE(fs::is_regular_file(exe));
+}
+
+}  // namespace
+}  // namespace kf

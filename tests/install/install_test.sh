@@ -1,0 +1,66 @@
+#!/bin/sh
+# Install test (ctest InstallE2E, label install): `cmake --install` into a temporary prefix, then the prefix is
+# moved (nothing may depend on the path it was installed to) and the installed kf is run from another
+# directory with no KF_* resource variables:
+#  1. kf run of the native example omp_reduction with its fast candidate: correct (SDK headers + sources and
+#     the example come from the prefix);
+#  2. kf validate of the pytest example bias_relu: test collection runs the installed Python package;
+#  3. with the prefix's Python package / SDK hidden, kf fails naming the prefix, not the source or build tree
+#     (an installed kf never falls back to them).
+# Usage: install_test.sh BUILD_DIR [CMAKE]
+set -eu
+build=$1
+cmake=${2:-cmake}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kf-install-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "install test: FAILED: $*" >&2; exit 1; }
+show() { echo "---- $1"; cat "$1"; echo "----"; }
+
+"$cmake" --install "$build" --prefix "$tmp/installed" >"$tmp/install.log" 2>&1 || { show "$tmp/install.log"; fail "cmake --install"; }
+mv "$tmp/installed" "$tmp/moved"
+p=$tmp/moved
+share=$p/share/kernelfoundry
+for f in bin/kf share/kernelfoundry/python/kernelfoundry/__init__.py \
+         share/kernelfoundry/sdk/include/kernelfoundry/sdk/task_sdk.hpp \
+         share/kernelfoundry/sdk/include/kernelfoundry/measure.hpp share/kernelfoundry/sdk/src/measure/measure.cc \
+         share/kernelfoundry/examples/tasks/omp_reduction/config.yaml share/kernelfoundry/examples/tasks/bias_relu/task.py; do
+  [ -e "$p/$f" ] || fail "the install lacks $f"
+done
+echo "installed and moved to $p"
+
+mkdir "$tmp/elsewhere"
+cd "$tmp/elsewhere"
+kf() { env -u KF_PYTHON_DIR -u KF_SDK_DIR -u KF_PYTHON "$p/bin/kf" "$@"; }
+
+# 1. The native example end to end.
+rc=0
+kf run "$share/examples/tasks/omp_reduction" --candidate "$share/examples/candidates/omp_reduction/fast.cpp" \
+   --no-store --json "$tmp/elsewhere/run.json" >"$tmp/run.log" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] || { show "$tmp/run.log"; fail "kf run omp_reduction fast.cpp exited $rc (expected 0: correct)"; }
+status=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$tmp/elsewhere/run.json")
+[ "$status" = correct ] || { show "$tmp/run.log"; fail "status $status, expected correct"; }
+grep -q "$share/sdk/include" "$tmp/elsewhere/run.json" || fail "the build did not use the installed SDK ($share/sdk)"
+echo "kf run omp_reduction fast.cpp from $tmp/elsewhere: status $status"
+
+# 2. Test collection with the installed Python package.
+kf validate "$share/examples/tasks/bias_relu" >"$tmp/validate.log" 2>&1 || { show "$tmp/validate.log"; fail "kf validate bias_relu"; }
+echo "kf validate bias_relu: ok"
+
+# 3. No fallback to the source or build tree.
+mv "$share/python" "$share/python.hidden"
+rc=0
+kf validate "$share/examples/tasks/bias_relu" >"$tmp/nopy.log" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || { show "$tmp/nopy.log"; fail "kf validate succeeded without the installed Python package"; }
+grep -q "cannot find the task-side Python package" "$tmp/nopy.log" || { show "$tmp/nopy.log"; fail "no resource error"; }
+grep -q "$share/python" "$tmp/nopy.log" || { show "$tmp/nopy.log"; fail "the error does not name $share/python"; }
+if grep -q "source tree\|build tree" "$tmp/nopy.log"; then show "$tmp/nopy.log"; fail "an installed kf looked in the source/build tree"; fi
+mv "$share/python.hidden" "$share/python"
+mv "$share/sdk" "$share/sdk.hidden"
+rc=0
+kf run "$share/examples/tasks/omp_reduction" --candidate "$share/examples/candidates/omp_reduction/fast.cpp" \
+   --no-store >"$tmp/nosdk.log" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || { show "$tmp/nosdk.log"; fail "kf run succeeded without the installed SDK"; }
+grep -q "cannot find the task SDK" "$tmp/nosdk.log" || { show "$tmp/nosdk.log"; fail "no SDK resource error"; }
+if grep -q "source tree\|build tree" "$tmp/nosdk.log"; then show "$tmp/nosdk.log"; fail "an installed kf looked in the source/build tree"; fi
+echo "without share/kernelfoundry/{python,sdk}: kf names the prefix and no development tree"
+echo "install test: passed"

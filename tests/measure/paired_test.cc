@@ -1,0 +1,187 @@
+// Paired timing (kernelfoundry/paired.hpp): the order-statistic confidence interval of the median against
+// its textbook ranks, and MeasurePaired on a deterministic clock — ratios, warm-up, the stopping rules,
+// batching of short calls, checks that end the measurement, randomised order.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/paired.hpp"
+
+namespace kf {
+namespace {
+
+std::vector<double> OneTo(int n) {
+  std::vector<double> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), 1.0);
+  return v;
+}
+
+// Conover (1999) Table A3 / the binomial ranks for the median at 95 %: n=10 -> (2, 9), n=20 -> (6, 15),
+// n=50 -> (18, 33), n=100 -> (40, 61).
+TEST(MedianWithCI, TextbookRanks) {
+  EXPECT_EQ(MedianWithCI(OneTo(10)).low, 2);
+  EXPECT_EQ(MedianWithCI(OneTo(10)).high, 9);
+  EXPECT_EQ(MedianWithCI(OneTo(20)).low, 6);
+  EXPECT_EQ(MedianWithCI(OneTo(20)).high, 15);
+  EXPECT_EQ(MedianWithCI(OneTo(50)).low, 18);
+  EXPECT_EQ(MedianWithCI(OneTo(50)).high, 33);
+  EXPECT_EQ(MedianWithCI(OneTo(100)).low, 40);
+  EXPECT_EQ(MedianWithCI(OneTo(100)).high, 61);
+  EXPECT_DOUBLE_EQ(MedianWithCI(OneTo(10)).median, 5.5);
+  // Too few values for a 95 % interval: [min, max].
+  MedianCI small = MedianWithCI({3.0, 1.0, 2.0});
+  EXPECT_EQ(small.median, 2);
+  EXPECT_EQ(small.low, 1);
+  EXPECT_EQ(small.high, 3);
+  EXPECT_THROW(MedianWithCI({}), Error);
+}
+
+// A clock that only the fake kernels advance: a candidate call takes `c` ns, a reference call `r` ns.
+struct FakeMachine {
+  std::chrono::nanoseconds t{0};
+  MeasureClock clock() {
+    return [this] { return t; };
+  }
+};
+
+PairedOptions Fast() {
+  PairedOptions o;
+  o.quiesce_max_s = 0;  // real CPU clocks would not see the fake time
+  o.budget_s = 10;
+  return o;
+}
+
+TEST(MeasurePaired, ExactRatioReachesTheTargetAtMinRounds) {
+  FakeMachine m;
+  int c_calls = 0, r_calls = 0;
+  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(500); ++c_calls; }, nullptr};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(1500); ++r_calls; }, nullptr};
+  PairedResult r = MeasurePaired(cand, ref, Fast(), {}, m.clock());
+  EXPECT_EQ(r.stop, "target");
+  EXPECT_TRUE(r.target_reached);
+  EXPECT_EQ(r.rounds, Fast().min_rounds);
+  EXPECT_DOUBLE_EQ(r.speedup.median, 3.0);
+  EXPECT_DOUBLE_EQ(r.speedup.low, 3.0);
+  EXPECT_DOUBLE_EQ(r.speedup.high, 3.0);
+  EXPECT_EQ(r.calls_per_sample, 1);  // 0.5 ms >= min_sample_s
+  EXPECT_NEAR(r.candidate_ms[0], 0.5, 1e-9);
+  EXPECT_NEAR(r.reference_ms[0], 1.5, 1e-9);
+  EXPECT_GE(r.warmup_rounds, 10);  // 2 windows of 5 before the stability test can pass
+  EXPECT_EQ(c_calls, r_calls);
+}
+
+TEST(MeasurePaired, ShortCallsAreBatchedWithVaryingBatchSizes) {
+  FakeMachine m;
+  std::vector<int> batch;
+  int in_batch = 0;
+  PairedSide cand{[&](int64_t) { in_batch = 0; }, [&] { m.t += std::chrono::microseconds(10); ++in_batch; },
+                  [&] { if (in_batch) batch.push_back(in_batch); }};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(10); }, nullptr};
+  PairedResult r = MeasurePaired(cand, ref, Fast(), {}, m.clock());
+  EXPECT_EQ(r.calls_per_sample, 20);  // 200 µs / 10 µs
+  EXPECT_DOUBLE_EQ(r.speedup.median, 1.0);
+  const auto [lo, hi] = std::minmax_element(batch.begin() + 2, batch.end());
+  EXPECT_GE(*lo, 10);
+  EXPECT_LE(*hi, 30);
+  EXPECT_LT(*lo, *hi);  // not one fixed batch size a kernel could align with
+}
+
+TEST(MeasurePaired, NoisyRatiosStopAtTheBudgetWithoutReachingTheTarget) {
+  FakeMachine m;
+  std::mt19937 noise(7);
+  std::uniform_int_distribution<int> jitter(0, 800);
+  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(1000 + jitter(noise)); }, nullptr};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(1000 + jitter(noise)); }, nullptr};
+  PairedOptions o = Fast();
+  o.budget_s = 0.5;
+  o.target_rel_half_width = 0.001;
+  PairedResult r = MeasurePaired(cand, ref, o, {}, m.clock());
+  EXPECT_EQ(r.stop, "budget");
+  EXPECT_FALSE(r.target_reached);
+  EXPECT_LE(r.speedup.low, 1.0);
+  EXPECT_GE(r.speedup.high, 1.0);
+  EXPECT_GT(r.rel_half_width, 0.001);
+  EXPECT_LT(r.elapsed_s, 0.6);
+}
+
+TEST(MeasurePaired, ACheckProblemEndsTheMeasurement) {
+  FakeMachine m;
+  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(300); }, nullptr};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(900); }, nullptr};
+  int checks = 0;
+  PairedResult r = MeasurePaired(cand, ref, Fast(), [&](int64_t) -> std::optional<std::string> {
+    return ++checks == 2 ? std::optional<std::string>("output differs") : std::nullopt;
+  }, m.clock());
+  EXPECT_EQ(r.stop, "check");
+  ASSERT_TRUE(r.problem);
+  EXPECT_EQ(*r.problem, "output differs");
+  EXPECT_EQ(r.rounds, 2);
+  EXPECT_EQ(r.checked_rounds, 2);
+}
+
+TEST(MeasurePaired, OrderIsRandomisedPerRoundAndPrepareSeesTheRound) {
+  FakeMachine m;
+  std::vector<int> first;  // 0: candidate ran first in the round, 1: reference
+  int64_t last_round = -1;
+  bool fresh = true;
+  PairedSide cand{[&](int64_t round) {
+                    fresh = round != last_round;
+                    last_round = round;
+                  },
+                  [&] {
+                    if (fresh) first.push_back(0);
+                    m.t += std::chrono::microseconds(400);
+                  },
+                  nullptr};
+  PairedSide ref{[&](int64_t round) {
+                   fresh = round != last_round;
+                   last_round = round;
+                 },
+                 [&] {
+                   if (fresh) first.push_back(1);
+                   m.t += std::chrono::microseconds(400);
+                 },
+                 nullptr};
+  MeasurePaired(cand, ref, Fast(), {}, m.clock());
+  const int ref_first = std::count(first.begin(), first.end(), 1);
+  EXPECT_GT(ref_first, 3);
+  EXPECT_LT(ref_first, static_cast<int>(first.size()) - 3);
+}
+
+TEST(MeasurePaired, RealClockMeasuresBackgroundWorkAfterReturn) {
+  // A side that leaves a thread burning CPU after it returns is charged with that CPU; the other is not.
+  std::vector<std::thread> leftovers;
+  PairedSide cand{nullptr, [&] {
+                    leftovers.emplace_back([] {
+                      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3);
+                      while (std::chrono::steady_clock::now() < until) {
+                      }
+                    });
+                  },
+                  nullptr};
+  PairedSide ref{nullptr, [] { std::this_thread::sleep_for(std::chrono::microseconds(300)); }, nullptr};
+  PairedOptions o;
+  o.budget_s = 0.5;
+  o.quiesce_max_s = 0.05;
+  PairedResult r = MeasurePaired(cand, ref, o);
+  for (auto& t : leftovers) t.join();
+  EXPECT_GT(r.candidate_after_cpu_s, 0.5 * 0.003 * static_cast<double>(r.rounds));
+  EXPECT_LT(r.reference_after_cpu_s, 0.2 * r.candidate_after_cpu_s);
+  EXPECT_NEAR(r.elapsed_raw_s, r.elapsed_s, 0.05 * r.elapsed_s + 0.01);
+}
+
+TEST(PairedOptions, Validated) {
+  PairedOptions o;
+  o.budget_s = 0;
+  EXPECT_THROW(o.Validate(), Error);
+  PairedSide empty;
+  EXPECT_THROW(MeasurePaired(empty, empty, PairedOptions{}), Error);
+}
+
+}  // namespace
+}  // namespace kf

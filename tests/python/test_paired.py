@@ -1,0 +1,151 @@
+"""Paired timing in the pytest plugin (kernelfoundry.paired, --kf-paired): one process times the candidate against
+the reference, and each class of cheat is caught or made harmless. Tasks are synthetic torch tasks whose candidate
+is plain Python (the C++-extension forms of the same cheats run end to end in tests/pipeline)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import task_env, write_task
+
+torch = pytest.importorskip("torch")
+
+TASK = textwrap.dedent('''
+    import os, threading
+    import pytest, torch
+    from kernelfoundry import TestBase
+
+    SCALE = 0.5
+
+    def reference(x, b, s):
+        return torch.relu(x + b) * s
+
+    CHEAT = os.environ.get("CHEAT", "none")
+    _cache, _calls = {}, [0]
+
+    def candidate(x, b, s):
+        if CHEAT == "pointer_cache":
+            key = (x.data_ptr(), b.data_ptr())
+            if key not in _cache:
+                _cache[key] = torch.relu(x + b) * s
+            return _cache[key]
+        if CHEAT == "every_nth":
+            _calls[0] += 1
+            if _calls[0] % 4 and "last" in _cache:
+                return _cache["last"]
+            _cache["last"] = torch.relu(x + b) * s
+            return _cache["last"]
+        if CHEAT == "in_place":
+            return x.add_(b).relu_().mul_(s)
+        if CHEAT == "benchmark_shape":
+            if x.size(0) >= 1024:
+                return torch.empty_like(x)
+            return torch.relu(x + b) * s
+        if CHEAT == "background":
+            out = torch.empty_like(x)
+            def work():
+                torch.mul(torch.relu(x + b), s, out=out)
+            threading.Thread(target=work).start()
+            return out
+        if CHEAT == "zeros":
+            return torch.zeros_like(x)
+        if CHEAT == "patch_checker":
+            import kernelfoundry.testing as t, kernelfoundry.measure as m, time
+            t.assert_allclose = lambda *a, **k: None
+            m.measure_runtime = lambda *a, **k: [1e-6] * 10
+            time.perf_counter = lambda: 0.0
+            return torch.zeros_like(x)
+        if CHEAT == "slow":
+            torch.relu(x + b) * s
+        return torch.relu(x + b) * s
+
+    @pytest.fixture(scope="session")
+    def kernel(use_reference):
+        return reference if use_reference else candidate
+
+    class TestPaired(TestBase):
+        def test_values(self, kernel):
+            x, b = torch.randn(8, 16), torch.randn(16)
+            assert torch.allclose(kernel(x.clone(), b, SCALE), reference(x, b, SCALE))
+
+        @pytest.mark.performance
+        def test_bench(self, kernel, measure_runtime):
+            g = torch.Generator().manual_seed(0)
+            x = torch.randn(1024, 2048, generator=g)
+            b = torch.randn(2048, generator=g)
+            measure_runtime(kernel, lambda: None, args=(x, b, SCALE))
+''')
+
+FAST = json.dumps({"budget_s": 3.0, "min_rounds": 8, "target_rel_half_width": 0.05})
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    return write_task(tmp_path_factory.mktemp("paired") / "task_paired", TASK)
+
+
+def paired_run(task, cheat="none", options=FAST):
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", "--color=no", "-p", "no:cacheprovider",
+                                 f"--kf-result-fd={write_fd}", "-m", "performance", "--kf-paired",
+                                 f"--kf-paired-options={options}", "task.py"], cwd=task,
+                                env=task_env(CHEAT=cheat, KF_THREADS="1"), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, pass_fds=(write_fd,))
+        os.close(write_fd)
+        data = b""
+        while chunk := os.read(read_fd, 1 << 16):
+            data += chunk
+        out = proc.communicate(timeout=300)[0]
+    finally:
+        os.close(read_fd)
+    assert data, out
+    report = json.loads(data)
+    return report, report["paired"]["task.py::TestPaired::test_bench"], out
+
+
+def test_identical_candidate_is_paired_and_near_one(task):
+    report, rec, out = paired_run(task)
+    assert rec["paired"] is True, out
+    assert rec["status"] in ("correct", "noisy"), rec
+    lo, hi = rec["ci"]
+    assert lo <= rec["speedup"] <= hi
+    assert 0.8 < rec["speedup"] < 1.25, rec  # the same code on both sides
+    assert rec["rounds"] >= 8 and rec["checked_rounds"] >= 3 and rec["value_sets"] == 4
+    assert len(report["runtimes"]["task.py::TestPaired::test_bench"]) == rec["rounds"]
+    assert len(report["reference_runtimes"]["task.py::TestPaired::test_bench"]) == rec["rounds"]
+    assert [t["name"] for t in report["tests"]] == ["TestPaired::test_bench"]
+    assert [t["name"] for t in report["reference_tests"]] == ["TestPaired::test_bench"]
+    assert report["conditions"]["threads"] == 1
+
+
+def test_slower_candidate_has_a_speedup_below_one(task):
+    _, rec, out = paired_run(task, "slow")
+    assert rec["ci"][1] < 0.8, (rec["speedup"], rec["ci"], out)
+
+
+@pytest.mark.parametrize("cheat, status", [
+    ("pointer_cache", "output_changed_under_timing"),   # cache keyed on the input pointers
+    ("every_nth", "output_changed_under_timing"),       # real work only every Nth call
+    ("in_place", "input_mutated"),                      # the result written into the input
+    ("benchmark_shape", "output_changed_under_timing"),  # a fast wrong path only for the benchmark shape
+    ("zeros", "output_changed_under_timing"),           # zeros (a low-signal test would pass them)
+    ("patch_checker", "output_changed_under_timing"),   # patched assert_allclose / measure_runtime / timer
+])
+def test_cheats_are_caught(task, cheat, status):
+    _, rec, out = paired_run(task, cheat)
+    assert rec["status"] == status, (rec["status"], rec["detail"], out[-2000:])
+
+
+def test_background_work_after_return_is_caught(task):
+    _, rec, out = paired_run(task, "background")
+    # Either the output is not ready when checked, or the CPU used after the return is charged.
+    assert rec["status"] in ("suspicious", "output_changed_under_timing"), (rec["status"], rec["detail"])
+    if rec["status"] == "suspicious":
+        assert "after the call returned" in rec["detail"]

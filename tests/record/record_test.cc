@@ -1,0 +1,334 @@
+// The record module without running pytest: loading for a run (overrides.yml over config.yaml, validation,
+// encoded tasks), the kernels / job_logs rows and the evaluation document, and RecordRun's job lifecycle on
+// every store backend — COMPLETE, VALIDATED, FAIL, and CANCELED before the start and while running (the
+// watcher requests stop through the run's token).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/record.hpp"
+#include "store/store_backends.hpp"
+#include "test_util.hpp"
+
+namespace kf {
+namespace {
+
+using testing::Backend;
+using testing::ExpectError;
+using testing::TempDir;
+using testing::WriteFile;
+
+/// A small package (not run here, so no tests are discovered).
+std::filesystem::path WritePackage(const std::filesystem::path& dir, const std::string& overrides) {
+  WriteFile(dir / "config.yaml",
+            "task_name: tiny\njob_name: tiny_job\ntask_origin: custom\nlanguage: python\ngpu_arch: cpu\n"
+            "test_timeout: 100\nhas_build_step: false\n");
+  WriteFile(dir / "kernel.py", "# [EVOLVE_START]\ndef f(x):\n    return x\n# [EVOLVE_END]\n");
+  WriteFile(dir / "task.py", "def test_a():\n    pass\n");
+  WriteFile(dir / "conftest.py", "\n");
+  if (!overrides.empty()) WriteFile(dir / "overrides.yml", overrides);
+  return dir;
+}
+
+TEST(LoadTaskForRun, OverridesWinOverTheTaskConfig) {
+  TempDir tmp;
+  auto dir = WritePackage(tmp.path() / "pkg", "gpu_arch: ovr_arch\ntest_timeout: 77\nhas_build_step: true\n");
+  LoadForRunOptions o;
+  o.discover_tests = false;
+  TaskForRun plain = LoadTaskSource(dir.string(), o);
+  EXPECT_EQ(plain.task.config["gpu_arch"], "cpu");
+  EXPECT_EQ(plain.metadata["overrides"]["gpu_arch"], "ovr_arch");
+  ApplyOverrides(plain.task, plain.metadata);
+  EXPECT_EQ(plain.task.config["gpu_arch"], "ovr_arch");
+  EXPECT_EQ(plain.task.config["test_timeout"], 77);
+  EXPECT_EQ(plain.task.config["job_name"], "tiny_job");  // untouched keys stay
+  EXPECT_TRUE(plain.task.has_build_step);                  // ApplyConfig copies the flags
+  EXPECT_FALSE(plain.task.task_data.Contains("overrides.yml"));
+}
+
+TEST(LoadTaskForRun, InvalidTaskIsRefusedBeforeAnyRun) {
+  TempDir tmp;
+  auto dir = WritePackage(tmp.path() / "pkg", "");
+  LoadForRunOptions o;
+  o.discover_tests = false;  // no tests collected: Validate lists the missing tests
+  Error e = ExpectError(ErrorKind::kInvalidArgument, [&] { LoadTaskForRun(dir.string(), o); });
+  EXPECT_NE(std::string(e.what()).find("no correctness test"), std::string::npos) << e.what();
+}
+
+TEST(LoadTaskForRun, EncodedTasksAndMissingPaths) {
+  TempDir tmp;
+  auto dir = WritePackage(tmp.path() / "pkg", "");
+  LoadForRunOptions o;
+  o.discover_tests = false;
+  Task task = LoadTaskSource(dir.string(), o).task;
+  task.correctness_tests = {"task.py::test_a"};
+  task.profile_tests = {"task.py::test_a"};
+  std::string text = DumpJson(task.Encode());
+  TaskForRun from_text = LoadTaskForRun(text);
+  EXPECT_TRUE(from_text.from_json);
+  EXPECT_EQ(from_text.task.HashId(), task.HashId());
+  WriteFile(tmp.path() / "task.json", text);
+  EXPECT_EQ(LoadTaskForRun((tmp.path() / "task.json").string()).task.HashId(), task.HashId());
+  Error missing = ExpectError(ErrorKind::kNotFound, [&] { LoadTaskForRun((tmp.path() / "none").string()); });
+  EXPECT_EQ(missing.file(), (tmp.path() / "none").string());
+  Error broken = ExpectError(ErrorKind::kParse, [&] { LoadTaskForRun("{\"task_data\": 1", {.json_source = "<stdin>"}); });
+  EXPECT_EQ(broken.file(), "<stdin>");
+}
+
+/// An evaluation as Evaluate would return it for a wrong candidate (no child processes needed).
+Evaluation WrongEvaluation(const Task& task) {
+  Evaluation ev;
+  ev.task = task;
+  ev.archs = {"cpu", "cpu2"};
+  ev.input_code = "def f(x):\n    return x\n";
+  ev.output_code = "def f(x):\n    return -x\n";
+  ev.result.status = EvalStatus::kValueMismatch;
+  ev.result.status_detail = "cpu: tests failed although the output shapes match";
+  ev.result.perf_score = 4;
+  ev.result.compiled = true;
+  ev.result.eval_log = "E   assert -1 == 1\n";
+  ev.result.metadata = {{"cpu", {{"eval_worker_info", {{"hostname", "h1"}}}}}, {"error", "x"}};
+  ProcessLog log{"test custom cpu correctness", ProcessResult::Create(1, "out", "err", "note"), {{"hostname", "h1"}}};
+  ev.logs.push_back(log);
+  ev.timings = {{"correctness custom cpu", 1.5}};
+  return ev;
+}
+
+TEST(Rows, KernelRowKeepsTheReferenceColumnsAndOurStatus) {
+  TempDir tmp;
+  Task task = LoadTaskSource(WritePackage(tmp.path() / "pkg", "").string(), {.discover_tests = false}).task;
+  Evaluation ev = WrongEvaluation(task);
+  Json row = KernelRow(ev, "u-1", "tid", 7);
+  EXPECT_EQ(row["status"], "compiled");
+  EXPECT_EQ(row["score"], 4);
+  EXPECT_EQ(row["gpu_arch"], "cpu,cpu2");
+  EXPECT_EQ(row["task_name"], "tiny");
+  EXPECT_EQ(row["job_id"], 7);
+  EXPECT_EQ(row["eval_worker_info"], (Json{{"cpu", {{"hostname", "h1"}}}}));
+  EXPECT_EQ(row["eval_log"],
+            "kf status: value_mismatch (cpu: tests failed although the output shapes match)\nE   assert -1 == 1\n");
+  EXPECT_EQ(ParseKfStatus(row["eval_log"].get<std::string>()), "value_mismatch");
+  EXPECT_EQ(ParseKfStatus("kf status: correct\nlog"), "correct");
+  EXPECT_EQ(ParseKfStatus("kf status: correct"), "correct");
+  EXPECT_FALSE(ParseKfStatus("pytest said kf status: correct").has_value());
+  EXPECT_FALSE(ParseKfStatus("").has_value());
+
+  std::vector<JobLog> logs = ProcessLogs(ev, 7, "u-1");
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0].level, "RAW");
+  EXPECT_EQ(logs[0].hostname, "h1");
+  EXPECT_EQ(logs[0].message, "note\nout\nerr");
+  EXPECT_EQ(logs[0].extra["log"], "test custom cpu correctness");
+  EXPECT_EQ(logs[0].extra["returncode"], 1);
+
+  RecordedRun rec{.job_id = 3, .kernel_id = 9, .kernel_uuid = "u-1", .canceled = false, .store = "k.sqlite3"};
+  Json doc = EvaluationDocument(ev, &rec);
+  EXPECT_EQ(doc["status"], "value_mismatch");
+  EXPECT_EQ(doc["reference_status"], "compiled");
+  EXPECT_EQ(doc["correct"], false);
+  EXPECT_EQ(doc["db"], "k.sqlite3");
+  EXPECT_EQ(doc["job_id"], 3);
+  EXPECT_EQ(doc["timings"]["phases"][0]["seconds"], 1.5);
+  EXPECT_FALSE(doc.contains("canceled"));
+  EXPECT_FALSE(EvaluationDocument(ev, nullptr).contains("job_id"));
+  const std::vector<std::string> keys = {"task", "gpu_arch", "status", "reference_status", "status_detail",
+                                         "perf_score", "speedup", "runtime_ms", "combined_score", "correct", "result",
+                                         "build_result", "build_result_reference", "test_result",
+                                         "test_result_reference", "timings", "db", "job_id", "kernel_uuid",
+                                         "work_dirs"};
+  std::vector<std::string> actual;
+  for (const auto& [k, v] : doc.items()) actual.push_back(k);
+  EXPECT_EQ(actual, keys);
+  EXPECT_EQ(NewUuid4().size(), 36u);
+  EXPECT_NE(NewUuid4(), NewUuid4());
+}
+
+class RecordRunTest : public testing::BackendTest {
+ protected:
+  void SetUp() override {
+    BackendTest::SetUp();
+    if (IsSkipped()) return;
+    task_ = LoadTaskSource(WritePackage(tmp_.path() / "pkg", "").string(), {.discover_tests = false}).task;
+    task_.correctness_tests = {"task.py::test_a"};
+    task_.profile_tests = {"task.py::test_a"};
+  }
+  TempDir tmp_;
+  Task task_;
+};
+
+TEST_P(RecordRunTest, CompleteRunStoresJobTaskKernelAndLogs) {
+  Evaluation ev;
+  std::string status_while_running;
+  RecordedRun rec = RecordRun(
+      *store_, task_,
+      [&](std::stop_token) {
+        status_while_running = Open()->GetJob(1)["status"].get<std::string>();
+        return WrongEvaluation(task_);
+      },
+      {}, &ev);
+  EXPECT_EQ(status_while_running, "RUN");
+  EXPECT_FALSE(rec.canceled);
+  EXPECT_EQ(rec.job_id, 1);
+  EXPECT_EQ(rec.kernel_id, 1);
+  EXPECT_EQ(rec.store, store_->Describe());
+  Json job = store_->GetJob(rec.job_id);
+  EXPECT_EQ(job["status"], "COMPLETE");
+  EXPECT_EQ(job["progress"], 1.0);
+  EXPECT_EQ(job["task_id"], task_.HashId());
+  EXPECT_FALSE(job["started_at"].is_null());
+  EXPECT_EQ(job["config"]["task_origin"], "custom");
+  auto kernel = store_->GetKernel(rec.kernel_id);
+  ASSERT_TRUE(kernel.has_value());
+  EXPECT_EQ((*kernel)["uuid"], rec.kernel_uuid);
+  EXPECT_EQ((*kernel)["kf_status"], "value_mismatch");
+  EXPECT_EQ(store_->ListJobLogs(rec.job_id).size(), 1u);
+  EXPECT_TRUE(store_->GetTask(task_.HashId()).has_value());
+  EXPECT_EQ(ev.result.status, EvalStatus::kValueMismatch);
+
+  // A second run of the same task keeps the stored task and validates: VALIDATING -> VALIDATED.
+  RecordedRun v = RecordRun(
+      *store_, task_,
+      [&](std::stop_token) {
+        status_while_running = Open()->GetJob(2)["status"].get<std::string>();
+        return WrongEvaluation(task_);
+      },
+      {.validate = true}, &ev);
+  EXPECT_EQ(status_while_running, "VALIDATING");
+  EXPECT_EQ(store_->GetJob(v.job_id)["status"], "VALIDATED");
+  EXPECT_EQ(db_->Value("SELECT count(*) FROM tasks"), "1");
+}
+
+TEST_P(RecordRunTest, ExceptionMarksTheJobFailAndIsRethrown) {
+  Evaluation ev;
+  EXPECT_THROW(RecordRun(
+                   *store_, task_, [](std::stop_token) -> Evaluation { throw Error(ErrorKind::kIO, "disk gone"); }, {},
+                   &ev),
+               Error);
+  EXPECT_EQ(store_->GetJob(1)["status"], "FAIL");
+  EXPECT_FALSE(store_->GetJob(1)["finished_at"].is_null());
+  EXPECT_EQ(store_->CountKernels({}), 0);
+}
+
+// Reference bug: RecordRun ignored UpdateJob's kCanceled. A job canceled before the start is not run.
+TEST_P(RecordRunTest, JobCanceledBeforeTheStartIsNotRun) {
+  int64_t job = store_->CreateJob("custom", nullptr);
+  ASSERT_EQ(store_->UpdateJob(job, {.status = JobStatus::kCanceled}), JobUpdateOutcome::kUpdated);
+  bool ran = false;
+  Evaluation ev;
+  RecordedRun rec = RecordRun(
+      *store_, task_,
+      [&](std::stop_token) {
+        ran = true;
+        return WrongEvaluation(task_);
+      },
+      {.job_id = job}, &ev);
+  EXPECT_FALSE(ran);
+  EXPECT_TRUE(rec.canceled);
+  EXPECT_EQ(rec.job_id, job);
+  EXPECT_EQ(rec.kernel_id, 0);
+  EXPECT_EQ(store_->GetJob(job)["status"], "CANCELED");
+  EXPECT_EQ(store_->CountKernels({}), 0);
+}
+
+// A job canceled by someone else while it runs: the watcher requests stop through the run's token, the run
+// ends early, the job stays CANCELED and gets no kernels row.
+TEST_P(RecordRunTest, JobCanceledWhileRunningStopsTheRun) {
+  Evaluation ev;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread canceller([&] {
+    auto other = Open();
+    // Wait until the job is RUN, then cancel it from this second connection.
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+      try {
+        if (other->GetJob(1)["status"] == "RUN") break;
+      } catch (const Error&) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    (void)other->UpdateJob(1, {.status = JobStatus::kCanceled});
+  });
+  bool stopped = false;
+  RecordedRun rec = RecordRun(
+      *store_, task_,
+      [&](std::stop_token stop) {
+        std::mutex mu;
+        std::condition_variable_any cv;
+        std::unique_lock lock(mu);
+        stopped = cv.wait_for(lock, stop, std::chrono::seconds(20), [] { return false; }) || stop.stop_requested();
+        return WrongEvaluation(task_);
+      },
+      {.cancel_poll = std::chrono::milliseconds(50)}, &ev);
+  canceller.join();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(stopped);
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_TRUE(rec.canceled);
+  EXPECT_EQ(rec.kernel_uuid, "");
+  EXPECT_EQ(store_->GetJob(1)["status"], "CANCELED");
+  EXPECT_EQ(store_->CountKernels({}), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RecordRunTest, ::testing::Values(Backend::kSqlite, Backend::kPostgres),
+                         testing::BackendParamName());
+
+/// A reporter that keeps what it was told (a consumer of the interface, as a web server would be).
+class KeepingReporter : public EvaluationReporter {
+ public:
+  void ReportContext(const RunContext& c) override { context = c; }
+  void ReportPhase(const PhaseEvent& e) override {
+    std::lock_guard lock(mu);
+    phases.push_back(e);
+  }
+  void ReportOutputLine(bool, const std::string& line) override {
+    std::lock_guard lock(mu);
+    lines.push_back(line);
+  }
+  void ReportVerdict(const Evaluation& ev, const RecordedRun* recorded) override {
+    verdicts.push_back(std::string(EvalStatusName(ev.result.status)));
+    job = recorded != nullptr ? recorded->job_id : -1;
+  }
+  std::mutex mu;
+  RunContext context;
+  std::vector<PhaseEvent> phases;
+  std::vector<std::string> lines;
+  std::vector<std::string> verdicts;
+  int64_t job = 0;
+};
+
+TEST(Reporters, ListFansOutAndAttachWiresTheCallbacks) {
+  KeepingReporter a, b;
+  ReporterList list({&a, nullptr, &b});
+  EvaluateOptions options;
+  AttachReporter(list, options, /*output_lines=*/true);
+  list.ReportContext({.task = "t", .reference_check = true, .store = "db"});
+  PhaseEvent event;
+  event.variant = "custom";
+  event.gpu_arch = "cpu";
+  options.progress(event);
+  options.on_output_line(false, "hello");
+  Evaluation ev;
+  ev.result.status = EvalStatus::kCorrect;
+  RecordedRun rec{.job_id = 5};
+  list.ReportVerdict(ev, &rec);
+  for (KeepingReporter* r : {&a, &b}) {
+    EXPECT_EQ(r->context.task, "t");
+    EXPECT_TRUE(r->context.reference_check);
+    ASSERT_EQ(r->phases.size(), 1u);
+    EXPECT_EQ(r->phases[0].variant, "custom");
+    EXPECT_EQ(r->lines, (std::vector<std::string>{"hello"}));
+    EXPECT_EQ(r->verdicts, (std::vector<std::string>{"correct"}));
+    EXPECT_EQ(r->job, 5);
+  }
+  EvaluateOptions quiet;
+  AttachReporter(a, quiet, /*output_lines=*/false);
+  EXPECT_TRUE(static_cast<bool>(quiet.progress));
+  EXPECT_FALSE(static_cast<bool>(quiet.on_output_line));
+}
+
+}  // namespace
+}  // namespace kf
