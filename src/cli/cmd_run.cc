@@ -2,7 +2,7 @@
 // reference are built and tested (correctness, then performance), the result is scored and stored.
 //
 //   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH|URL]
-//               [--no-store] [--json OUT] [--keep-workdir] [-v]
+//               [--no-store] [--json OUT] [--keep-workdir] [--no-verdict-cache] [-v]
 //
 // TASK is a package directory, an archive or an encoded task (*.json), loaded by kf::LoadTaskForRun (its
 // overrides.yml wins over config.yaml). --candidate FILE holds the new
@@ -12,6 +12,11 @@
 // tasks row, one kernels row and the process logs are written to --db (kf::OpenStore: a SQLite path or a
 // postgresql:// URL; default $KF_DB, else runs/kernels.sqlite3) unless --no-store; a job CANCELED meanwhile
 // stops the evaluation. --json OUT ("-" = stdout) writes the whole evaluation (kf::EvaluationDocument).
+// Verdict cache (kernelfoundry/verdict_cache.hpp): an evaluation identical to an earlier one (task, candidate,
+// merged config, archs, worker fingerprint, kf build) reuses the earlier verdict — timings included — without
+// building or testing; the output says "cached: verdict of job N from <time>" and the JSON has "cached": true.
+// Only candidate properties are cached (never timeouts, resource limits, noisy timing); --no-verdict-cache
+// (alias --no-cache) always runs.
 // Exit 0 when the candidate is correct (perf_score 5), 1 when the verdict is negative, other codes
 // (exit_codes.hpp) when the input is unusable.
 #include <memory>
@@ -41,6 +46,7 @@ struct RunOptions {
   std::string json;
   bool keep_workdir = false;
   bool verbose = false;
+  bool no_verdict_cache = false;
 };
 
 std::optional<BlockUpdate> ReadCandidate(const RunOptions& o) {
@@ -59,6 +65,7 @@ int RunRun(const RunOptions& o) {
   request.output_lines = o.verbose;
   request.store = !o.no_store;
   request.db = o.db;
+  request.verdict_cache = !o.no_verdict_cache;
 
   // With --json - stdout carries only the JSON document; the human summary goes to stderr.
   ConsoleReporter console({.progress = stderr, .verdict = o.json == "-" ? stderr : stdout});
@@ -86,6 +93,8 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-store", o->no_store, "Do not write to the database");
   cmd->add_option("--json", o->json, "Write the whole evaluation as JSON to this file (- = stdout)");
   cmd->add_flag("--keep-workdir", o->keep_workdir, "Keep the kf_build_* / kf_test_* work directories");
+  cmd->add_flag("--no-verdict-cache,--no-cache", o->no_verdict_cache,
+                "Always build and test: do not reuse the verdict of an identical earlier evaluation");
   cmd->add_flag("-v,--verbose", o->verbose, "Stream every build/test output line to stderr");
   cmd->callback([o, exit_code]() { *exit_code = RunRun(*o); });
 });
