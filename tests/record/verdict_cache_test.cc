@@ -4,6 +4,7 @@
 // --no-verdict-cache runs again, a changed candidate misses.
 #include <gtest/gtest.h>
 
+#include "kernelfoundry/record.hpp"
 #include "kernelfoundry/store.hpp"
 #include "kernelfoundry/verdict_cache.hpp"
 #include "test_util.hpp"
