@@ -159,6 +159,8 @@ TEST(Base64Fast, ABadCharacterAnywhereIsFoundWithItsQuad) {
   const std::string good = Base64Encode(std::string(300, 'q'));
   for (size_t pos = 0; pos < good.size(); pos += 7) {
     for (char bad : {'!', '=', '\n', '\x80', '-'}) {
+      // "xyz=" as the last quad is valid padding (CPython's b64decode accepts it; so do we).
+      if (bad == '=' && pos == good.size() - 1) continue;
       std::string text = good;
       text[pos] = bad;
       try {
