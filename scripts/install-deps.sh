@@ -10,7 +10,12 @@ PACKAGES=(
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-numpy python3-torch libtorch-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo zip unzip xz-utils bzip2 procps iproute2 strace
   libpq-dev postgresql python3-psycopg2 python3-sqlalchemy
+  libcpp-httplib-dev chromium python3-yaml ccache
 )
+
+# The browser test of kf serve (tests/serve/e2e) runs Playwright from npm: node and npm from Debian unless a
+# node with npm is installed already (e.g. NodeSource's nodejs, which bundles npm and conflicts with Debian's).
+command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

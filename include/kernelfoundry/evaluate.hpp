@@ -21,13 +21,15 @@
 // with a fake in milliseconds), a queue stage runner sends them to workers. Timed phases take their device
 // exclusively (device_slots.hpp). Cancellation (EvaluateOptions::stop) kills the running tree and returns
 // the verdict kCanceled.
-// Work dirs are removed afterwards unless keep_workdir. The persistent cache (DefaultCacheDir) is passed to every
-// child as KF_CACHE_DIR, so a second run of an identical candidate reuses its compiled extension.
+// Work dirs are removed afterwards unless keep_workdir (also when kf is stopped by a signal). Builds are cached
+// on kf's side (src/pipeline/build_cache.hpp), so a second run of an identical candidate reuses its build;
+// children cannot write the cache (filesystem isolation, src/harness/isolation.hpp).
 // Profilers are out of scope here: trace_results stay empty.
 // Thread-safety: Evaluate may run concurrently on different tasks; callbacks are called from worker threads.
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -52,6 +54,12 @@ struct EvaluateOptions {
   bool test_candidate = true;            ///< false: reference only (`kf validate --run`)
   bool test_reference = true;            ///< false: --no-reference. Config `test_reference: false` also skips it.
   bool keep_workdir = false;             ///< keep the kf_build_* / kf_test_* directories
+  /// Only the correctness phase: no variant is timed (benchmarks get no runtimes). `kf validate --run`'s
+  /// low-signal check uses it.
+  bool correctness_only = false;
+  /// Extra environment of the test processes (after kf's own variables, so it may override them), e.g.
+  /// KF_FAKE_OUTPUT=zeros for the low-signal check (kernelfoundry.testing / the task SDK's checkers).
+  std::map<std::string, std::string> test_env;
   std::filesystem::path work_root;       ///< parent of the work dirs; empty = the system temp dir
   ProgressFn progress;                   ///< live phase events
   OutputLineFn on_output_line;           ///< every output line of every child (verbose mode)

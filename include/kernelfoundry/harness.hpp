@@ -104,6 +104,9 @@ struct BuildRun {
   TerminationReason reason = TerminationReason::kExited;
   double wall_s = 0;
   std::filesystem::path task_dir;   ///< where the hook ran (set by the stage; removed unless kept)
+  /// Set by the build stage when OUR environment failed (cache dir, work dir, interpreter/shell missing):
+  /// what failed, naming the path. The verdict is infrastructure_error, never the candidate's score.
+  std::optional<std::string> infrastructure_error;
 };
 
 /// One test variant: the candidate (possibly one template instantiation) or the reference.

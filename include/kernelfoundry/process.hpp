@@ -16,6 +16,11 @@
 //  * stdout and stderr are drained concurrently (poll), capped per stream (first and last halves kept, the
 //    cut marked "\n[... N bytes cut by kf ...]\n"), decoded as UTF-8 with replacement, NUL shown as U+2400,
 //    terminal escapes stripped (kf::ProcessResult::Create). Output is kept on every termination path.
+//  * Filesystem isolation (optional, `filesystem_isolation`): the child tree may write only the listed
+//    directories (its work dir, a private temp dir); everything else (the cache, the database, HOME, the
+//    source checkout) stays readable but not writable. Applied with Landlock (the kernel's unprivileged
+//    sandboxing LSM, Linux >= 5.13) between fork and exec; `ProcessRun::isolation` says how it was applied
+//    or why it could not be ("unavailable: …"), and a run that requires it fails to spawn instead.
 //  * Thread-safe: RunProcess may be called from many threads at once (the shepherd runs only
 //    async-signal-safe code between fork and exec).
 #pragma once
@@ -41,6 +46,22 @@ namespace kf {
 enum class ContainmentMethod { kCgroupV2, kSubreaper };
 /// "cgroup_v2" or "subreaper".
 const char* ContainmentMethodName(ContainmentMethod m);
+
+/// What a child may write (ProcessOptions::filesystem_isolation). Everything else is read-only to it: creating,
+/// writing, truncating, renaming or removing files anywhere else fails with EACCES. /dev keeps write access
+/// to existing device nodes (/dev/null, GPU nodes); /dev/shm stays writable (POSIX shared memory).
+struct FilesystemIsolation {
+  /// Directories (and everything below them) the child tree may write, create and delete in. Paths that
+  /// do not exist when the child starts are skipped. At most 20.
+  std::vector<std::filesystem::path> writable_paths;
+  /// When the machine cannot isolate (no Landlock): true = the run fails to spawn (kSpawnFailed, message
+  /// names why); false = it runs unisolated and ProcessRun::isolation says "unavailable: <why>".
+  bool required = false;
+};
+
+/// How filesystem isolation would be applied on this machine: "landlock (ABI <n>)" or "unavailable: <why>".
+/// Probed once per process; never throws.
+std::string FilesystemIsolationSupport();
 
 /// End-of-run marker (reference spec §4.7): a line matcher. When a line of stdout or stderr (escapes
 /// stripped) matches, the process gets `grace` to exit on its own and is then killed (reason
@@ -98,6 +119,8 @@ struct ProcessOptions {
   /// (per user; not enforced for root — then reported in `limits` as unavailable).
   std::optional<uint64_t> process_limit;
   bool no_network = false;                       ///< fresh network namespace with loopback only
+  /// Restrict what the child tree may write (see FilesystemIsolation); nullopt = no restriction.
+  std::optional<FilesystemIsolation> filesystem_isolation;
   /// Cancellation: when stop is requested the whole tree is killed at once (SIGKILL) and the run ends with
   /// reason kCanceled. A default-constructed token never stops.
   std::stop_token stop;
@@ -134,6 +157,8 @@ struct ProcessRun {
   std::optional<std::string> end_marker_line;    ///< the line that matched the end marker
   bool network_isolated = false;                 ///< true when no_network was applied
   std::string network_note;                      ///< why isolation was unavailable, when requested
+  /// Filesystem isolation: "" when not requested; "landlock (ABI 7)" when applied; "unavailable: <why>".
+  std::string isolation;
   /// How each requested limit was enforced: {"memory": "cgroup2 memory.max", "processes":
   /// "unavailable: …", "cpu": "RLIMIT_CPU", …}.
   std::map<std::string, std::string> limits;
@@ -144,7 +169,7 @@ struct ProcessRun {
 
   /// {"result": ProcessResult JSON, "reason", "containment", "pid", "wall_seconds", "cpu_seconds",
   ///  "peak_rss_bytes" (or null), "stdout_bytes", "stderr_bytes", "end_marker_line" (or null),
-  ///  "network_isolated", "network_note", "limits", "notes"}.
+  ///  "network_isolated", "network_note", "isolation", "limits", "notes"}.
   Json ToJson() const;
 };
 
@@ -152,6 +177,12 @@ struct ProcessRun {
 /// kSpawnFailed result with returncode -1 and a message); throws kf::Error(kInvalidArgument) for an empty
 /// argv and kf::Error(kIO) when the runner's own pipes/fork fail.
 ProcessRun RunProcess(const ProcessOptions& options);
+
+/// For a termination handler (kf stopped by SIGINT/SIGTERM): SIGKILLs the tree of every RunProcess in
+/// flight, waits up to `wait` until those trees are gone, and from then on parks every thread that calls
+/// RunProcess or whose run ends (so no half-finished evaluation is used or stored); the handler then cleans
+/// up and ends the process. Returns how many runs were in flight.
+int AbortAllRunsForShutdown(std::chrono::milliseconds wait);
 
 /// The environment a child would get (for `kf exec --print-env` and tests). Reads our environment.
 std::map<std::string, std::string> BuildChildEnvironment(const ProcessOptions& options);

@@ -39,7 +39,9 @@ struct TestCollector {
   explicit operator bool() const { return static_cast<bool>(collect); }
 };
 
-/// $KF_CACHE_DIR, else $HOME/.cache/kernelfoundry (else <tmp>/kernelfoundry-cache).
+/// The persistent cache directory: ResolveCacheDir().path (kernelfoundry/cache_dir.hpp: $KF_CACHE_DIR, else
+/// $XDG_CACHE_HOME/kernelfoundry, $HOME/.cache/kernelfoundry, or a private <tmp>/kernelfoundry-<uid>, the
+/// first one usable). Creates it when needed; never throws (an unusable choice is returned as is).
 std::filesystem::path DefaultCacheDir();
 
 /// True iff a file at this package path can change the collected test lists: *.py, pytest.ini,

@@ -33,11 +33,12 @@ class TestBase:
         return None
 
     def compile_torch_extension(self, extension_name: str, src: Union[str, Any, Sequence[Any]], output_dir: Any,
-                                gpu_arch: str, timeout: float = 120, backend: str = "torch",
+                                gpu_arch: str, timeout: Optional[float] = None, backend: str = "torch",
                                 extra_cflags: Optional[Sequence[str]] = None,
                                 extra_ldflags: Optional[Sequence[str]] = None) -> list[str]:
-        """See kernelfoundry.compiler.compile_torch_extension: builds (cached) and returns
-        ``[<abs output_dir>/<extension_name>.so]``; raises RuntimeError with the compiler output."""
+        """See kernelfoundry.compiler.compile_torch_extension: builds and returns
+        ``[<abs output_dir>/<extension_name>.so]``; raises RuntimeError with the compiler output (BuildTimeout
+        when a time limit fired). ``timeout`` None = the task's remaining build budget under kf."""
         return compile_torch_extension(extension_name=extension_name, src=src, output_dir=output_dir,
                                        gpu_arch=gpu_arch, timeout=timeout, backend=backend,
                                        extra_cflags=extra_cflags, extra_ldflags=extra_ldflags)

@@ -8,7 +8,8 @@ Run with the task directory as the working directory. It imports ``task.py`` fro
 among several, the first one in definition order that overrides the requested hook), instantiates it without
 arguments and calls ``hook(gpu_arch=<config gpu_arch>, **<config hyperparameters.buildtime>)``. It writes
 ``{"artifacts": <return value>}`` (paths as strings, or null) to ``--output`` atomically (temp + rename).
-Any failure exits non-zero with a traceback on stderr.
+Any failure exits non-zero with a traceback on stderr; a build time limit that fired (compiler.BuildTimeout)
+exits with 124 (BUILD_TIMEOUT_EXIT) after the line ``kernelfoundry: build timed out: <limit> of <n> s``.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ import json
 import os
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
 
 from . import CustomTest, TestBase
+from .compiler import BUILD_TIMEOUT_EXIT, BuildTimeout
 
 __all__ = ["main", "load_task_module", "find_task_class", "run_build"]
 
@@ -115,7 +118,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not isinstance(config, dict):
         raise ValueError(f"{args.config}: expected a JSON object")
     output = Path(args.output).resolve()  # resolved before the task may chdir
-    artifacts = run_build(config, args.build_function, Path.cwd())
+    try:
+        artifacts = run_build(config, args.build_function, Path.cwd())
+    except BuildTimeout as e:
+        # A time limit fired inside the build (compile_torch_extension): a typed exit code and one marker
+        # line, so kf scores build_timeout naming the limit instead of a build error.
+        traceback.print_exc()
+        print(f"kernelfoundry: build timed out: {e.limit} of {e.limit_s:g} s", file=sys.stderr, flush=True)
+        return BUILD_TIMEOUT_EXIT
     write_json_atomic(output, {"artifacts": artifacts})
     return 0
 

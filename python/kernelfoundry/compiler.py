@@ -1,37 +1,58 @@
 """Building task extensions (reference spec §4.3 item 8, ``compile_torch_extension``).
 
 The ``torch`` backend runs ``torch.utils.cpp_extension.load`` in a child interpreter (so a crashing or
-hanging build cannot take the build script with it; the timeout kills the whole process group, compiler
-included). Builds are cached: the build directory is ``$KF_CACHE_DIR/torch_ext/<hash>`` (default
-``~/.cache/kernelfoundry``), keyed by the source bytes (plus headers next to the sources), flags, backend,
-gpu_arch, torch and Python versions, so an identical source is never rebuilt. The built module is copied
-into ``output_dir`` as ``<extension_name>.so`` and its absolute path is returned in a list.
+hanging build cannot take the build script with it; a timeout kills the whole process tree, compilers
+included). Each call builds in a fresh private directory under the temp dir (``$TMPDIR``; under kf that is
+the build's private temp dir inside its work dir), copies ``<extension_name>.so`` into ``output_dir`` and
+removes the build directory.
+
+No cache of its own (issue 10): the old cache was keyed by the sources and the headers beside them, so a
+header elsewhere in the task (``inc/params.h``) could serve a stale build. kf caches whole builds on its own
+trusted side, keyed by everything the compile can read (the whole task tree, flags, toolchain), and build
+children cannot write any shared directory anyway (filesystem isolation).
+
+Time limits (issue 10 fault 6): ``timeout=None`` means the task's build budget. Under kf the build stage
+exports ``KF_BUILD_DEADLINE`` (``CLOCK_MONOTONIC`` seconds when the task's ``build_timeout`` ends) and
+``KF_BUILD_TIMEOUT`` (that limit in seconds); the compile may run until then (kf itself kills the build at
+the deadline, naming build_timeout). Outside kf the fallback is 600 s. An explicit ``timeout`` is capped by
+the budget. When our own limit fires, :class:`BuildTimeout` is raised (build_target exits with
+``BUILD_TIMEOUT_EXIT`` and kf scores build_timeout, naming the limit).
+
+Output streams: the compiler's output is copied to our stdout as it arrives (never buffered to the end), so
+kf's inactivity limit means silence. ninja holds each command's output until the command ends, so while one
+long translation unit compiles we print a heartbeat line when the build's processes used CPU since the last
+output (interval: a third of ``KF_BUILD_INACTIVITY_TIMEOUT``, at most 20 s): a busy compiler is not
+"inactive"; a build that sleeps or waits is silent and ends at the inactivity limit.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
+import codecs
 import json
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-__all__ = ["compile_torch_extension", "cache_dir", "LOAD_FAILED_EXIT"]
+__all__ = ["compile_torch_extension", "BuildTimeout", "build_budget", "LOAD_FAILED_EXIT", "BUILD_TIMEOUT_EXIT"]
 
 #: Exit code of the child when the extension compiled but could not be imported (the "load" phase).
 LOAD_FAILED_EXIT = 87
-#: Bumped when the cache layout or the child script changes.
-_CACHE_VERSION = "kf-torch-ext-1"
-#: Linker flags travel inside the flag list (so they enter the cache key) with this prefix.
+#: Exit code of ``python -m kernelfoundry.build_target`` when a build time limit fired (as coreutils timeout).
+BUILD_TIMEOUT_EXIT = 124
+#: Without kf's deadline and without an explicit timeout, a build may take this long (seconds).
+DEFAULT_TIMEOUT_S = 600.0
+#: Linker flags travel inside the flag list with this prefix.
 _LDFLAG_PREFIX = "kf-ld:"
-_HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".ipp", ".tpp"}
+#: Bytes of compiler output kept for the exception message (the whole output was streamed already).
+_TAIL_BYTES = 64 * 1024
 
 _CHILD = r"""
 import json, sys, traceback
@@ -55,45 +76,48 @@ except BaseException:
 PathLike = Union[str, os.PathLike]
 
 
-def cache_dir() -> Path:
-    """``$KF_CACHE_DIR`` or ``~/.cache/kernelfoundry``."""
-    return Path(os.environ.get("KF_CACHE_DIR") or Path.home() / ".cache" / "kernelfoundry")
+class BuildTimeout(RuntimeError):
+    """A build time limit fired. ``limit_s``: the limit in seconds; ``limit``: which one ("build_timeout"
+    for the task's budget, "timeout argument" for an explicit ``timeout=``)."""
+
+    def __init__(self, message: str, limit_s: float, limit: str):
+        super().__init__(message)
+        self.limit_s = limit_s
+        self.limit = limit
 
 
-def _torch_version() -> str:
+def build_budget() -> Optional[tuple[float, float]]:
+    """(seconds left, the configured build_timeout in seconds) from kf's ``KF_BUILD_DEADLINE`` /
+    ``KF_BUILD_TIMEOUT``; None outside kf (or when they are malformed)."""
     try:
-        from importlib.metadata import version  # noqa: PLC0415
-
-        return version("torch")
-    except Exception:
-        import torch  # noqa: PLC0415
-
-        return str(torch.__version__)
+        deadline = float(os.environ["KF_BUILD_DEADLINE"])
+        limit = float(os.environ.get("KF_BUILD_TIMEOUT", "0"))
+    except (KeyError, ValueError):
+        return None
+    return deadline - time.clock_gettime(time.CLOCK_MONOTONIC), limit
 
 
-def _cache_key(name: str, sources: list[Path], cflags: list[str], backend: str, gpu_arch: str) -> str:
-    h = hashlib.sha256()
+def _effective_timeout(timeout: Optional[float]) -> tuple[float, str, float]:
+    """(seconds we allow, the name of the limit, the limit's configured value in seconds)."""
+    budget = build_budget()
+    if budget is None:
+        if timeout is None:
+            return DEFAULT_TIMEOUT_S, "default timeout", DEFAULT_TIMEOUT_S
+        return float(timeout), "timeout argument", float(timeout)
+    left, limit = budget
+    # kf kills the build at the deadline (and names build_timeout); our own timer is only a backstop.
+    backstop = max(left, 0.0) + 5.0
+    if timeout is not None and float(timeout) < backstop:
+        return float(timeout), "timeout argument", float(timeout)
+    return backstop, "build_timeout", limit
 
-    def add(tag: str, data: bytes) -> None:
-        h.update(tag.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
 
-    add("version", _CACHE_VERSION.encode())
-    add("name", name.encode())
-    add("backend", backend.encode())
-    add("gpu_arch", gpu_arch.encode())
-    add("cflags", json.dumps(cflags).encode())
-    add("torch", _torch_version().encode())
-    add("python", sys.version.encode())
-    add("executable", sys.executable.encode())
-    seen: set[Path] = set()
-    for src in sources:
-        add("source:" + src.name, src.read_bytes())
-    for folder in sorted({s.parent for s in sources}):
-        for header in sorted(folder.iterdir()):
-            if header.suffix.lower() in _HEADER_SUFFIXES and header.is_file() and header not in seen:
-                seen.add(header)
-                add("header:" + header.name, header.read_bytes())
-    return h.hexdigest()[:32]
+def _heartbeat_interval() -> float:
+    try:
+        inactivity = float(os.environ.get("KF_BUILD_INACTIVITY_TIMEOUT", "0"))
+    except ValueError:
+        inactivity = 0.0
+    return min(20.0, inactivity / 3.0) if inactivity > 0 else 20.0
 
 
 def _descendants(root: int) -> list[int]:
@@ -119,6 +143,19 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
+def _tree_cpu_seconds(root: int) -> float:
+    """User + system CPU of ``root`` and its live descendants, their reaped children included (seconds)."""
+    ticks = 0
+    for pid in [root] + _descendants(root):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime (stat fields 14-17)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _kill_tree(pid: int) -> None:
     """Stops the whole tree below ``pid`` first (nobody forks or gets re-parented away), then kills it."""
     stopped: set[int] = set()
@@ -139,34 +176,90 @@ def _kill_tree(pid: int) -> None:
             pass
 
 
-def _run_child(cmd: list[str], env: dict, cwd: Path, timeout: float) -> tuple[int, str]:
-    """Runs cmd in its own session; on timeout kills its whole process tree. Returns (exit code, output)."""
+def _write_out(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _run_child(cmd: list[str], env: dict, cwd: Path, timeout: float, limit: str, limit_s: float) -> tuple[int, str]:
+    """Runs cmd in its own session, streaming its output (stdout + stderr) to our stdout as it arrives and
+    printing CPU-progress heartbeats while it is silent; on timeout kills its whole process tree and raises
+    BuildTimeout. Returns (exit code, the last _TAIL_BYTES of its output)."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
+    start = time.monotonic()
+    deadline = start + timeout
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    tail = bytearray()
+    heartbeat = _heartbeat_interval()
+    last_output = start
+    last_cpu = 0.0
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
     try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_tree(proc.pid)
-        out, _ = proc.communicate()
-        text = out.decode("utf-8", "replace")
-        raise RuntimeError(f"compilation timed out after {timeout} s (build processes killed)\n{text}") from None
-    except BaseException:  # e.g. KeyboardInterrupt: never leave compilers behind
-        _kill_tree(proc.pid)
-        proc.wait()
+        eof = False
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                _kill_tree(proc.pid)
+                proc.wait()
+                text = decoder.decode(b"", final=True)
+                if text:
+                    _write_out(text)
+                raise BuildTimeout(f"compilation timed out after {limit_s:g} s ({limit}); build processes killed\n"
+                                   + tail.decode("utf-8", "replace"), limit_s, limit)
+            if eof:
+                try:
+                    proc.wait(timeout=min(deadline - now, 1.0))
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            if sel.select(timeout=min(deadline - now, 1.0)):
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    eof = True
+                    continue
+                _write_out(decoder.decode(chunk))
+                tail += chunk
+                del tail[:-_TAIL_BYTES]
+                last_output = time.monotonic()
+            elif now - last_output >= heartbeat:
+                cpu = _tree_cpu_seconds(proc.pid)
+                if cpu > last_cpu + 0.2:
+                    _write_out(f"kernelfoundry: still compiling ({now - start:.0f} s, {cpu:.0f} s CPU so far)\n")
+                last_cpu = cpu
+                last_output = now
+    except BaseException:  # e.g. KeyboardInterrupt or BuildTimeout: never leave compilers behind
+        if proc.poll() is None:
+            _kill_tree(proc.pid)
+            proc.wait()
         raise
-    return proc.returncode, out.decode("utf-8", "replace")
+    finally:
+        sel.close()
+        proc.stdout.close()
+    text = decoder.decode(b"", final=True)
+    if text:
+        _write_out(text)
+    return proc.returncode, tail.decode("utf-8", "replace")
 
 
 def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[str], gpu_arch: str,
-                 timeout: float) -> Path:
+                 timeout: float, limit: str, limit_s: float) -> Path:
     env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
     if gpu_arch and gpu_arch not in ("cpu", "native"):
         env["TORCH_CUDA_ARCH_LIST"] = gpu_arch
         env["TORCH_XPU_ARCH_LIST"] = gpu_arch
     cfg = {"name": name, "sources": [str(s) for s in sources], "build_dir": str(build_dir),
            "cflags": [f for f in cflags if not f.startswith(_LDFLAG_PREFIX)],
            "ldflags": [f[len(_LDFLAG_PREFIX):] for f in cflags if f.startswith(_LDFLAG_PREFIX)]}
-    rc, out = _run_child([sys.executable, "-c", _CHILD, json.dumps(cfg)], env, build_dir, timeout)
+    rc, out = _run_child([sys.executable, "-u", "-c", _CHILD, json.dumps(cfg)], env, build_dir, timeout, limit,
+                         limit_s)
     if rc == LOAD_FAILED_EXIT:
         raise RuntimeError(f"torch extension '{name}' compiled but failed to load (exit {rc}):\n{out}")
     if rc != 0:
@@ -178,7 +271,7 @@ def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[s
 
 
 def _build_icpx(name: str, sources: list[Path], build_dir: Path, cflags: list[str], gpu_arch: str,
-                timeout: float) -> Path:
+                timeout: float, limit: str, limit_s: float) -> Path:
     """SYCL build with icpx: compile, device-link, link against torch (spec §4.3 item 8)."""
     if shutil.which("icpx") is None:
         raise RuntimeError("backend 'icpx' needs the icpx compiler on PATH")
@@ -198,8 +291,10 @@ def _build_icpx(name: str, sources: list[Path], build_dir: Path, cflags: list[st
     steps.append(["icpx", "-fsycl", "-shared", *map(str, objs), str(link_obj), f"-L{torch_lib}",
                   f"-Wl,-rpath,{torch_lib}", "-lc10", "-ltorch_cpu", "-ltorch", "-ltorch_python", "-o", str(ext)])
     log = []
+    end = time.monotonic() + timeout
     for cmd in steps:
-        rc, out = _run_child(cmd, dict(os.environ), build_dir, timeout)
+        _write_out("$ " + " ".join(cmd) + "\n")
+        rc, out = _run_child(cmd, dict(os.environ), build_dir, max(end - time.monotonic(), 0.0), limit, limit_s)
         log.append("$ " + " ".join(cmd) + "\n" + out)
         if rc != 0:
             raise RuntimeError(f"failed to compile extension '{name}' with icpx (exit {rc}):\n" + "\n".join(log))
@@ -207,7 +302,7 @@ def _build_icpx(name: str, sources: list[Path], build_dir: Path, cflags: list[st
 
 
 def compile_torch_extension(extension_name: str, src: Union[PathLike, Sequence[PathLike]], output_dir: PathLike,
-                            gpu_arch: str, timeout: float = 120, backend: str = "torch",
+                            gpu_arch: str, timeout: Optional[float] = None, backend: str = "torch",
                             extra_cflags: Optional[Sequence[str]] = None,
                             extra_ldflags: Optional[Sequence[str]] = None) -> list[str]:
     """Builds a Python extension module from ``src`` (one path or a list) and copies it to
@@ -215,9 +310,10 @@ def compile_torch_extension(extension_name: str, src: Union[PathLike, Sequence[P
 
     ``backend``: "torch" (``torch.utils.cpp_extension.load``; CPU or CUDA sources) or "icpx" (SYCL).
     ``extra_cflags`` default to ``["-O3"]`` (torch adds no optimisation flag by itself). ``gpu_arch`` is
-    exported as TORCH_CUDA_ARCH_LIST / TORCH_XPU_ARCH_LIST unless it is "cpu" or "native". ``timeout`` (s)
-    bounds the whole build. Raises RuntimeError with the compiler output on failure or timeout, and
-    ValueError for an unknown backend or a missing source."""
+    exported as TORCH_CUDA_ARCH_LIST / TORCH_XPU_ARCH_LIST unless it is "cpu" or "native". ``timeout`` (s):
+    None = the task's remaining build budget under kf (see the module doc), else 600 s; an explicit value is
+    capped by the budget. Output streams to stdout. Raises BuildTimeout when a limit fires, RuntimeError with
+    the compiler output on failure, ValueError for an unknown backend or a missing source."""
     if backend not in ("torch", "icpx"):
         raise ValueError(f"compile_torch_extension: unknown backend {backend!r} (expected 'torch' or 'icpx')")
     if not extension_name.isidentifier():
@@ -233,25 +329,12 @@ def compile_torch_extension(extension_name: str, src: Union[PathLike, Sequence[P
     gpu_arch = "" if gpu_arch is None else str(gpu_arch)
     out_dir = Path(output_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
+    seconds, limit, limit_s = _effective_timeout(timeout)
 
-    key = _cache_key(extension_name, sources, cflags, backend, gpu_arch)
-    root = cache_dir() / "torch_ext"
-    build_dir = root / key
-    build_dir.mkdir(parents=True, exist_ok=True)
-    built = build_dir / f"{extension_name}.so"
-    done = build_dir / "kf_build_ok"
-    with open(root / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one build per key at a time; waiters then hit the cache
-        if done.is_file() and built.is_file():
-            print(f"kernelfoundry: using cached build of '{extension_name}' ({build_dir})", file=sys.stderr)
-        else:
-            done.unlink(missing_ok=True)
-            # torch's own baton file survives a killed build and would make the next build wait forever;
-            # we hold the per-key lock, so nobody else is building here.
-            (build_dir / "lock").unlink(missing_ok=True)
-            builder = _build_torch if backend == "torch" else _build_icpx
-            built = builder(extension_name, sources, build_dir, cflags, gpu_arch, timeout)
-            done.write_text(json.dumps({"sources": [str(s) for s in sources], "cflags": cflags}))
+    build_dir = Path(tempfile.mkdtemp(prefix=f"kf_torch_ext_{extension_name}_"))
+    try:
+        builder = _build_torch if backend == "torch" else _build_icpx
+        built = builder(extension_name, sources, build_dir, cflags, gpu_arch, seconds, limit, limit_s)
         dest = out_dir / f"{extension_name}.so"
         fd, tmp = tempfile.mkstemp(prefix=f".{extension_name}.", suffix=".tmp", dir=out_dir)
         os.close(fd)
@@ -262,4 +345,6 @@ def compile_torch_extension(extension_name: str, src: Union[PathLike, Sequence[P
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+    finally:
+        shutil.rmtree(build_dir, ignore_errors=True)
     return [str(dest)]

@@ -2,16 +2,33 @@
 
 All helpers accept numpy arrays, torch tensors (any device/dtype, including bfloat16), Python scalars and
 nested lists. Values are compared in float64 on the CPU.
+
+Two rules the reference lacked (issue 10, faults 3 and 4), applied by every helper here:
+
+* **Non-finite outputs fail.** A NaN or ±Inf in ``actual`` where ``expected`` is finite fails the check
+  whatever ``ratio_below_max_err`` allows (a kernel that writes NaN into 0.9 % of its output is broken, not
+  "99.1 % close"). Where ``expected`` itself is NaN/Inf, equal special values match as before.
+* **dtypes are compared.** When both sides carry a dtype (torch tensors, numpy arrays) and the dtypes
+  differ (a float64 result for a float32 reference), the check fails naming both. A task that accepts a
+  different output dtype says so explicitly with ``check_dtype=False``. Python scalars and lists have no
+  dtype of their own and are never dtype-checked.
+
+**Low-signal check** (``kf validate --run``): with ``KF_FAKE_OUTPUT=zeros`` or ``constant`` in the environment,
+``assert_allclose`` and ``cosine_similarity`` ignore ``actual`` and check an all-zeros output (or one filled
+with the mean of ``expected``) instead. A check that such an output passes raises an AssertionError whose
+message starts with ``KF-LOW-SIGNAL[<test node id>]``; a check that it fails returns normally. So in that mode
+a test fails exactly when one of its value checks cannot tell a trivial output from the reference's.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
-__all__ = ["assert_allclose", "all_close_with_slack", "cosine_similarity", "to_numpy"]
+__all__ = ["assert_allclose", "all_close_with_slack", "cosine_similarity", "to_numpy", "dtype_name"]
 
 
 def to_numpy(value: Any) -> np.ndarray:
@@ -30,6 +47,26 @@ def to_numpy(value: Any) -> np.ndarray:
     return arr.astype(np.float64)
 
 
+def dtype_name(value: Any) -> Optional[str]:
+    """The element type of a torch tensor or numpy array as a plain name ("float32", "bfloat16", "int64");
+    None for values without a dtype of their own (Python scalars, lists)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return str(value.dtype).replace("torch.", "")
+    if isinstance(value, (np.ndarray, np.generic)):
+        return str(value.dtype)
+    return None
+
+
+def _check_dtype(actual: Any, expected: Any) -> Optional[str]:
+    """A message when both values have a dtype and they differ, else None."""
+    a, e = dtype_name(actual), dtype_name(expected)
+    if a is None or e is None or a == e:
+        return None
+    return (f"dtype mismatch: actual {a} vs expected {e} (pass check_dtype=False if the task accepts a "
+            f"different output dtype)")
+
+
 def _match(actual: Any, expected: Any, epsilon: float, rtol: float):
     a = to_numpy(actual)
     e = to_numpy(expected)
@@ -39,48 +76,142 @@ def _match(actual: Any, expected: Any, epsilon: float, rtol: float):
         rel = np.abs(a - e) / (np.abs(e) + epsilon)
         # Equal values (infinities included) and NaN in both places count as matching.
         ok = (rel < rtol) | (a == e) | (np.isnan(a) & np.isnan(e))
-    return a, e, rel, ok
+    # Non-finite where the reference is finite: never acceptable, whatever the ratio.
+    nonfinite = ~np.isfinite(a) & np.isfinite(e)
+    return a, e, rel, ok & ~nonfinite, nonfinite
+
+
+def _index(flat: int, shape: tuple) -> tuple:
+    return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+
+
+def _mismatch_report(a: np.ndarray, e: np.ndarray, rel: np.ndarray, ok: np.ndarray, nonfinite: np.ndarray,
+                     epsilon: float, rtol: float, ratio_below_max_err: float) -> str:
+    bad = ~ok
+    n_nan = int((np.isnan(a) & nonfinite).sum())
+    n_inf = int((np.isinf(a) & nonfinite).sum())
+    n_tol = int((bad & ~nonfinite).sum())
+    first = _index(int(np.argmax(bad.ravel())), a.shape)
+    msg = (f"Tensors not close: {int(bad.sum())} of {ok.size} elements ({100.0 * bad.mean():.3f} %) are bad: "
+           f"{n_nan} NaN and {n_inf} Inf where the reference is finite, {n_tol} with a relative error >= "
+           f"rtol={rtol} (epsilon={epsilon}). First bad element at index {first}: actual {a[first]!r}, "
+           f"expected {e[first]!r}")
+    if n_nan or n_inf:
+        msg += "; non-finite values fail whatever ratio_below_max_err allows"
+    else:
+        msg += f"; at most {100.0 * (1 - ratio_below_max_err):.3f} % may be out of tolerance"
+        rel_bad = np.where(bad, np.nan_to_num(rel, nan=np.inf), -np.inf)
+        worst = _index(int(np.argmax(rel_bad.ravel())), a.shape)
+        msg += (f". Worst at index {worst}: actual {a[worst]!r}, expected {e[worst]!r}, relative error "
+                f"{float(rel[worst]):.6g}")
+    return msg
 
 
 def all_close_with_slack(actual: Any, expected: Any, epsilon: float = 1e-7, rtol: float = 0.01,
-                         ratio_below_max_err: float = 0.99) -> bool:
+                         ratio_below_max_err: float = 0.99, check_dtype: bool = True) -> bool:
     """True when more than ``ratio_below_max_err`` of the elements have ``|a-e| / (|e| + epsilon) < rtol``
-    (an empty pair of equal shape is close). False on a shape mismatch."""
+    and no element is NaN/Inf where the reference is finite (an empty pair of equal shape is close). False
+    on a shape mismatch, and on a dtype mismatch unless ``check_dtype`` is False."""
+    if check_dtype and _check_dtype(actual, expected):
+        return False
     try:
-        _, _, _, ok = _match(actual, expected, epsilon, rtol)
+        _, _, _, ok, nonfinite = _match(actual, expected, epsilon, rtol)
     except AssertionError:
+        return False
+    if nonfinite.any():
         return False
     return ok.size == 0 or float(ok.mean()) > ratio_below_max_err
 
 
+def _fake_output_mode() -> Optional[str]:
+    mode = os.environ.get("KF_FAKE_OUTPUT", "")
+    return mode if mode in ("zeros", "constant") else None
+
+
+def _fake_like(expected: Any, mode: str) -> Any:
+    """An output shaped and typed like ``expected``: all zeros, or every element the mean of ``expected``."""
+    torch = sys.modules.get("torch")
+    fill = 0.0
+    if mode == "constant":
+        e = to_numpy(expected)
+        finite = e[np.isfinite(e)] if e.size else e
+        fill = float(np.real(finite.mean())) if finite.size else 0.0
+    if torch is not None and isinstance(expected, torch.Tensor):
+        return torch.full_like(expected, fill)
+    arr = np.asarray(expected)
+    if arr.dtype.kind in "fc":
+        return np.full_like(arr, fill)
+    return np.full(arr.shape, fill)
+
+
+def _low_signal_check(checker: str, check: Callable[[Any], Any], expected: Any, mode: str) -> None:
+    try:
+        check(_fake_like(expected, mode))
+    except AssertionError:
+        return  # the check tells the trivial output apart: good signal
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+    raise AssertionError(f"KF-LOW-SIGNAL[{test}]: {checker} accepts an all-{mode} output here (mode "
+                         f"KF_FAKE_OUTPUT={mode}); tighten its tolerance or check values that a trivial output "
+                         "cannot match")
+
+
 def assert_allclose(actual: Any, expected: Any, epsilon: float = 1e-7, rtol: float = 0.01,
-                    ratio_below_max_err: float = 0.99) -> None:
+                    ratio_below_max_err: float = 0.99, check_dtype: bool = True) -> None:
     """Passes when more than ``ratio_below_max_err`` (default 99 %) of the elements have
-    ``|a-e| / (|e| + epsilon) < rtol``; equal values and NaN-vs-NaN match. Otherwise raises AssertionError
-    with the mismatch statistics (count, ratio, worst element). Shapes must be equal."""
-    a, e, rel, ok = _match(actual, expected, epsilon, rtol)
+    ``|a-e| / (|e| + epsilon) < rtol``, no element is NaN/Inf where the reference is finite, and (unless
+    ``check_dtype`` is False) both dtypes agree; equal values and NaN-vs-NaN match. Otherwise raises
+    AssertionError naming the first bad index and the counts of NaN, Inf and out-of-tolerance elements.
+    Shapes must be equal."""
+    mode = _fake_output_mode()
+    if mode:
+        _low_signal_check("assert_allclose", lambda fake: _assert_allclose(
+            fake, expected, epsilon, rtol, ratio_below_max_err, False), expected, mode)
+        return
+    _assert_allclose(actual, expected, epsilon, rtol, ratio_below_max_err, check_dtype)
+
+
+def _assert_allclose(actual: Any, expected: Any, epsilon: float, rtol: float, ratio_below_max_err: float,
+                     check_dtype: bool) -> None:
+    if check_dtype:
+        problem = _check_dtype(actual, expected)
+        if problem:
+            raise AssertionError(problem)
+    a, e, rel, ok, nonfinite = _match(actual, expected, epsilon, rtol)
     if ok.size == 0:
         return
-    ratio = float(ok.mean())
-    if ratio > ratio_below_max_err:
+    if not nonfinite.any() and float(ok.mean()) > ratio_below_max_err:
         return
-    bad = ~ok
-    rel_bad = np.where(bad, np.nan_to_num(rel, nan=np.inf), -np.inf)
-    worst = np.unravel_index(int(np.argmax(rel_bad)), rel.shape) if rel.ndim else ()
-    raise AssertionError(
-        f"Tensors not close: {int(bad.sum())} of {ok.size} elements ({100.0 * (1 - ratio):.3f} %) have a relative "
-        f"error >= rtol={rtol} (epsilon={epsilon}); at most {100.0 * (1 - ratio_below_max_err):.3f} % allowed. "
-        f"Worst at index {tuple(int(i) for i in worst)}: actual {a[worst]!r}, expected {e[worst]!r}, "
-        f"relative error {float(rel[worst]):.6g}")
+    raise AssertionError(_mismatch_report(a, e, rel, ok, nonfinite, epsilon, rtol, ratio_below_max_err))
 
 
-def cosine_similarity(actual: Any, expected: Any, min_sim: float = 0.99985) -> float:
-    """Cosine similarity of the flattened values; raises AssertionError when it is below ``min_sim``.
-    Two all-zero inputs count as identical (1.0). Returns the similarity."""
+def cosine_similarity(actual: Any, expected: Any, min_sim: float = 0.99985, check_dtype: bool = True) -> float:
+    """Cosine similarity of the flattened values; raises AssertionError when it is below ``min_sim``, when
+    ``actual`` has a NaN/Inf where ``expected`` is finite (naming the first such index and the counts), and
+    on a dtype mismatch unless ``check_dtype`` is False. Two all-zero inputs count as identical (1.0).
+    Returns the similarity."""
+    mode = _fake_output_mode()
+    if mode:
+        _low_signal_check("cosine_similarity", lambda fake: _cosine_similarity(fake, expected, min_sim, False),
+                          expected, mode)
+        return 1.0
+    return _cosine_similarity(actual, expected, min_sim, check_dtype)
+
+
+def _cosine_similarity(actual: Any, expected: Any, min_sim: float, check_dtype: bool) -> float:
+    if check_dtype:
+        problem = _check_dtype(actual, expected)
+        if problem:
+            raise AssertionError(problem)
     a = to_numpy(actual).ravel()
     e = to_numpy(expected).ravel()
     if a.shape != e.shape:
         raise AssertionError(f"size mismatch: actual {a.size} vs expected {e.size} elements")
+    nonfinite = ~np.isfinite(a) & np.isfinite(e)
+    if nonfinite.any():
+        first = int(np.argmax(nonfinite))
+        raise AssertionError(
+            f"{int((np.isnan(a) & nonfinite).sum())} NaN and {int((np.isinf(a) & nonfinite).sum())} Inf where "
+            f"the reference is finite; first at flat index {first}: actual {a[first]!r}, expected {e[first]!r}")
     na = float(np.linalg.norm(a))
     ne = float(np.linalg.norm(e))
     if na == 0.0 and ne == 0.0:

@@ -124,9 +124,7 @@ KF_REGISTER_COMMAND("results", [](CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<ResultsOptions>();
   CLI::App* cmd = app.add_subcommand(
       "results", "List stored evaluations (kernels rows with their job status), newest last");
-  cmd->add_option("--db", opts->db,
-                  "Results database: a SQLite path, sqlite:///path or postgresql://user@host:port/db "
-                  "(default: $KF_DB, else runs/kernels.sqlite3)");
+  cmd->add_option("--db", opts->db, kDbOptionHelp);
   cmd->add_option("--task", opts->task, "Only evaluations of this task_name");
   cmd->add_option("--job", opts->job, "Only evaluations of this job id");
   cmd->add_option("--last", opts->last, "Only the newest N evaluations; 0 = all")->default_val(20);

@@ -87,9 +87,7 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cand->excludes(blocks);
   cmd->add_option("--gpu-arch", o->gpu_arch, "Override config gpu_arch (comma list = several archs)");
   cmd->add_flag("--no-reference", o->no_reference, "Do not build/test the reference (no speedup)");
-  cmd->add_option("--db", o->db,
-                  "Results database: a SQLite path, sqlite:///path or postgresql://user@host:port/db "
-                  "(default $KF_DB, else runs/kernels.sqlite3)");
+  cmd->add_option("--db", o->db, kDbOptionHelp);
   cmd->add_flag("--no-store", o->no_store, "Do not write to the database");
   cmd->add_option("--json", o->json, "Write the whole evaluation as JSON to this file (- = stdout)");
   cmd->add_flag("--keep-workdir", o->keep_workdir, "Keep the kf_build_* / kf_test_* work directories");

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/termination.hpp"
 #include "kernelfoundry/error.hpp"
 
 namespace kf::cli {
@@ -17,6 +20,9 @@ std::vector<CommandEntry>& CommandRegistry() {
 }  // namespace kf::cli
 
 int main(int argc, char** argv) {
+  // First: every later thread inherits the blocked signals. `kf serve` runs no candidate and has its own
+  // SIGINT/SIGTERM handling (a clean stop, exit 0); two sigwait threads would race for the signal.
+  if (!(argc > 1 && std::string_view(argv[1]) == "serve")) kf::cli::InstallTerminationCleanup();
   CLI::App app{"kf — KernelFoundry: build, test, time and score kernel candidates"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kf ") + KF_VERSION);
@@ -28,8 +34,16 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : kf::cli::kExitUsage;
+    // --help / --version are "errors" that succeed; CLI11 prints them itself.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    // Everything else in kf's one-line form: "kf: error: <message>", exit 2.
+    std::string message = e.what();
+    for (char& c : message) {
+      if (c == '\n') c = ' ';
+    }
+    while (!message.empty() && message.back() == ' ') message.pop_back();
+    std::fprintf(stderr, "kf: error: %s (see kf --help)\n", message.c_str());
+    return kf::cli::kExitUsage;
   } catch (const kf::Error& e) {
     std::fprintf(stderr, "kf: error: %s\n", e.what());
     return kf::cli::ExitCodeFor(e.kind());

@@ -25,6 +25,11 @@ struct RunRequest {
   bool verdict_cache = false;
 };
 
+/// The help text of every verb's --db option (a SQLite path or URL, kf::OpenStore).
+inline constexpr const char* kDbOptionHelp =
+    "Results database: a SQLite path, sqlite:///path or postgresql://user@host:port/db "
+    "(default: $KF_DB, else runs/kernels.sqlite3)";
+
 /// The store URL of a --db value: the value, or kf::DefaultStoreUrl() when empty.
 std::string StoreUrlOf(const std::string& db);
 

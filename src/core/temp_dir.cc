@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/live_dirs.hpp"
 #include "kernelfoundry/error.hpp"
 
 namespace kf {
@@ -21,19 +22,21 @@ TempDir::TempDir(const fs::path& root, const std::string& prefix, bool keep) : k
     throw Error(ErrorKind::kIO, std::string("cannot create a temporary directory: ") + std::strerror(errno), tmpl);
   }
   path_ = tmpl;
+  // Removed by kf's termination handler when kf is stopped by a signal meanwhile (issue 10, item 8).
+  if (!keep_) internal::RegisterLiveDir(path_);
+}
+
+void TempDir::set_keep(bool keep) {
+  if (keep && !keep_) internal::UnregisterLiveDir(path_);
+  if (!keep && keep_) internal::RegisterLiveDir(path_);
+  keep_ = keep;
 }
 
 TempDir::~TempDir() {
   if (keep_ || path_.empty()) return;
-  std::error_code ec;
-  // Builds may leave read-only directories behind; make them removable first.
-  for (auto it = fs::recursive_directory_iterator(path_, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it->is_directory() && !it->is_symlink()) {
-      fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    }
-  }
-  fs::remove_all(path_, ec);
+  internal::UnregisterLiveDir(path_);
+  // Builds may leave read-only directories behind; RemoveTree makes them removable first.
+  internal::RemoveTree(path_);
 }
 
 }  // namespace kf

@@ -19,8 +19,9 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
-  /// Keep (true) or remove (false) the directory at destruction.
-  void set_keep(bool keep) { keep_ = keep; }
+  /// Keep (true) or remove (false) the directory at destruction. A directory that is not kept is also
+  /// removed by kf's termination handler when kf is stopped by a signal (core/live_dirs.hpp).
+  void set_keep(bool keep);
   bool keep() const { return keep_; }
 
  private:

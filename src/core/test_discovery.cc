@@ -71,13 +71,6 @@ void WriteCache(const std::filesystem::path& file, const TestLists& lists) {
 
 }  // namespace
 
-std::filesystem::path DefaultCacheDir() {
-  if (const char* env = std::getenv("KF_CACHE_DIR"); env != nullptr && *env != '\0') return env;
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    return std::filesystem::path(home) / ".cache" / "kernelfoundry";
-  return std::filesystem::temp_directory_path() / "kernelfoundry-cache";
-}
-
 bool AffectsTestCollection(std::string_view path) {
   std::string_view name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
   for (const char* exact : {"pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py"})

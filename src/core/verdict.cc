@@ -162,8 +162,8 @@ std::optional<Classification> ClassifyTermination(TerminationReason reason, int 
       return Classification{EvalStatus::kResourceLimit, "output limit exceeded" + note};
     case TerminationReason::kFileSizeLimit:
       return Classification{EvalStatus::kResourceLimit, "file size limit exceeded" + note};
-    case TerminationReason::kSpawnFailed:
-      return Classification{EvalStatus::kTestError, "the test could not be started" + note};
+    case TerminationReason::kSpawnFailed:  // [issue 10 fault 5] the interpreter / test program: our environment
+      return Classification{EvalStatus::kInfrastructureError, "the test could not be started" + note};
     case TerminationReason::kCanceled: return Classification{EvalStatus::kCanceled, "canceled" + note};
   }
   return std::nullopt;

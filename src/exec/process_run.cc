@@ -40,6 +40,7 @@ Json ProcessRun::ToJson() const {
   j["end_marker_line"] = end_marker_line ? Json(*end_marker_line) : Json(nullptr);
   j["network_isolated"] = network_isolated;
   j["network_note"] = network_note;
+  j["isolation"] = isolation;
   j["limits"] = Json::object();
   for (const auto& [k, v] : limits) j["limits"][k] = v;
   j["notes"] = notes;

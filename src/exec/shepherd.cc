@@ -147,6 +147,9 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
     ChildFail(SpawnStage::kStdio, errno);
   }
   if (plan.cwd != nullptr && chdir(plan.cwd) != 0) ChildFail(SpawnStage::kChdir, errno);
+  // Last, after the cgroup writes (which it would forbid): from here on the tree writes only what the plan
+  // allows.
+  if (int err = ApplyLandlock(plan.landlock); err != 0) ChildFail(SpawnStage::kIsolation, err);
   if (plan.result_fd >= 0) {  // keep the result pipe at kResFd (dup2 left it inheritable)
     close(kOutFd);
     close(kErrFd);
@@ -206,6 +209,7 @@ const char* SpawnStageName(SpawnStage stage) {
     case SpawnStage::kChdir: return "changing to the working directory";
     case SpawnStage::kExec: return "exec";
     case SpawnStage::kSession: return "setsid";
+    case SpawnStage::kIsolation: return "applying filesystem isolation (Landlock)";
   }
   return "spawn";
 }

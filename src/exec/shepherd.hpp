@@ -13,12 +13,14 @@
 
 #include <cstdint>
 
+#include "exec/landlock.hpp"
+
 namespace kf::exec_internal {
 
 enum class MsgType : int32_t { kStarted = 1, kNetwork = 2, kSpawnError = 3, kChildExit = 4, kDone = 5 };
 
 /// Where a spawn failed.
-enum class SpawnStage : int32_t { kFork = 1, kCgroup, kRlimit, kStdio, kChdir, kExec, kSession };
+enum class SpawnStage : int32_t { kFork = 1, kCgroup, kRlimit, kStdio, kChdir, kExec, kSession, kIsolation };
 const char* SpawnStageName(SpawnStage stage);
 
 struct ShepherdMsg {
@@ -54,6 +56,7 @@ struct ShepherdPlan {
   RlimitSetting rlimits[8] = {};
   int n_rlimits = 0;
   bool no_network = false;
+  LandlockPlan landlock;                      ///< filesystem isolation applied by the child (abi 0 = none)
   int kill_grace_ms = 2000;
 };
 

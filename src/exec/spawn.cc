@@ -19,6 +19,8 @@
 #include "exec/capture.hpp"
 #include "exec/cgroup.hpp"
 #include "exec/internal.hpp"
+#include "exec/landlock.hpp"
+#include "exec/live_runs.hpp"
 #include "exec/run_state.hpp"
 #include "exec/shepherd.hpp"
 #include "kernelfoundry/error.hpp"
@@ -90,6 +92,8 @@ class Runner {
   std::vector<std::string> args_, env_, join_files_;
   std::string path_, cwd_, kill_file_, procs_file_, v2_join_file_;
   std::vector<RlimitSetting> rlimits_;
+  std::vector<std::string> writable_;
+  LandlockPlan landlock_;
 };
 
 void Runner::Run() {
@@ -105,6 +109,7 @@ void Runner::Run() {
 Runner::~Runner() {
   if (shepherd_ > 0) {  // left by an exception: EOF on the socket makes the shepherd kill the tree
     sock_.Reset();
+    ForgetRun(this);
     int status = 0;
     while (waitpid(shepherd_, &status, 0) < 0 && errno == EINTR) {
     }
@@ -173,6 +178,20 @@ bool Runner::Prepare() {
     run_->limits["open_files"] = "RLIMIT_NOFILE";
   }
   if (rlimits_.size() > 8 || join_files_.size() > 4) throw Error(ErrorKind::kInternal, "too many limits");
+  if (o_.filesystem_isolation) {
+    const int abi = LandlockAbi();
+    run_->isolation = LandlockDescription(abi);
+    if (abi < 1 && o_.filesystem_isolation->required) {
+      st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": filesystem isolation is required but " +
+                        run_->isolation;
+      return false;
+    }
+    for (const auto& p : o_.filesystem_isolation->writable_paths) writable_.push_back(p.string());
+    if (!MakeLandlockPlan(abi, writable_, &landlock_)) {
+      throw Error(ErrorKind::kInvalidArgument, "too many writable paths for filesystem isolation", "",
+                  "filesystem_isolation.writable_paths");
+    }
+  }
   return true;
 }
 
@@ -218,6 +237,7 @@ void Runner::Spawn() {
   plan.cgroup_procs = procs_file_.empty() ? nullptr : procs_file_.c_str();
   for (const auto& r : rlimits_) plan.rlimits[plan.n_rlimits++] = r;
   plan.no_network = o_.no_network;
+  plan.landlock = landlock_;
   plan.kill_grace_ms = static_cast<int>(std::max<int64_t>(0, o_.kill_grace.count()));
 
   start_ = Clock::now();
@@ -229,6 +249,7 @@ void Runner::Spawn() {
   err_w.Reset();
   sock_w.Reset();
   res_w.Reset();
+  RegisterRun(this, sock_.fd);
   if (res_.fd.fd >= 0) SetNonBlocking(res_.fd.fd);
   SetNonBlocking(out_.fd.fd);
   SetNonBlocking(err_.fd.fd);
@@ -427,6 +448,7 @@ void Runner::Loop() {
   while (waitpid(shepherd_, &status, 0) < 0 && errno == EINTR) {
   }
   shepherd_ = -1;
+  UnregisterRun(this);
 }
 
 void Runner::Finish() {
@@ -447,10 +469,13 @@ void Runner::Finish() {
 }  // namespace
 }  // namespace exec_internal
 
+std::string FilesystemIsolationSupport() { return exec_internal::LandlockDescription(exec_internal::LandlockAbi()); }
+
 ProcessRun RunProcess(const ProcessOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {
     throw Error(ErrorKind::kInvalidArgument, "RunProcess needs a command (argv is empty)", "", "argv");
   }
+  exec_internal::ParkIfShuttingDown();
   ProcessRun run;
   exec_internal::Runner runner(options, &run);
   runner.Run();

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "harness/harness_internal.hpp"
+#include "harness/isolation.hpp"
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/pytest_summary.hpp"
@@ -169,6 +170,9 @@ ProcessOptions TestProcessOptions(const TestRequest& req) {
   o.on_line = req.on_line;
   o.stop = req.stop;
   o.result_pipe = true;
+  // Issue 10: a test run writes only a fresh private directory; the task tree (with the reference's
+  // artifacts) and everything else stay read-only to the candidate.
+  IsolateChild(o, {}, FreshRunDir(req.work_dir, "run_" + req.variant.key + "_"));
   return o;
 }
 
@@ -182,6 +186,8 @@ ProcessOptions BuildProcessOptions(const BuildRequest& req) {
   o.inactivity_timeout = req.limits.build_inactivity_timeout;
   o.on_line = req.on_line;
   o.stop = req.stop;
+  // Issue 10: a build writes only its own work dir (task tree, inputs, outputs, its private temp dir).
+  IsolateChild(o, {req.work_dir}, req.work_dir / "tmp");
   return o;
 }
 

@@ -177,16 +177,10 @@ class NativeHarness final : public Harness {
       }
       if (report->skipped_reason) out.result.message = JoinNotes(out.result.message, "skipped: " + *report->skipped_reason);
       if (std::string_view(select) == "performance") {
-        out.verdict = RequireRuntimes(out.verdict, *report, req.expected_tests, [](const std::string& n) { return n; });
-        if (paired && out.verdict.status == EvalStatus::kCorrect) FillPairedRun(*report, &out);
-        if (out.verdict.status == EvalStatus::kCorrect || out.timing.is_object()) {
-          out.result.output_data = Json{{"runtimes", report->runtimes}};
-        } else if (out.verdict.status == EvalStatus::kNoMeasurement) {
-          out.result.returncode = -1;
-          out.result.message = JoinNotes(out.result.message, out.verdict.detail);
-        }
+        JudgePerformanceRun(*report, req.expected_tests, paired, [](const std::string& n) { return n; }, &out);
       }
     }
+    if (report) AttachBuildError(*report, &out.result);
     MarkFailureForWire(out.verdict, &out.result);
     return out;
   }

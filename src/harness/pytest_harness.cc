@@ -167,16 +167,9 @@ class PytestHarness final : public Harness {
       out.result.returncode = 0;  // the reference scored this passing run as a crash (spec §6)
     }
     if (performance && report) {
-      out.verdict = RequireRuntimes(out.verdict, *report, req.expected_tests, RuntimeKey);
-      if (paired && out.verdict.status == EvalStatus::kCorrect) FillPairedRun(*report, &out);
-      if (out.verdict.status == EvalStatus::kCorrect || out.timing.is_object()) {
-        // Measured (a paired run's integrity verdict — noisy, suspicious, … — comes with its runtimes).
-        out.result.output_data = Json{{"runtimes", report->runtimes}};
-      } else if (out.verdict.status == EvalStatus::kNoMeasurement) {
-        out.result.returncode = -1;
-        out.result.message = JoinNotes(out.result.message, out.verdict.detail);
-      }
+      JudgePerformanceRun(*report, req.expected_tests, paired, RuntimeKey, &out);
     }
+    if (report) AttachBuildError(*report, &out.result);
     MarkFailureForWire(out.verdict, &out.result);
     return out;
   }

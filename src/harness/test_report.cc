@@ -61,6 +61,14 @@ TestReport ParseTestReport(const std::string& text) {
   if (doc.contains("skipped_reason") && doc["skipped_reason"].is_string()) {
     out.skipped_reason = doc["skipped_reason"].get<std::string>();
   }
+  if (doc.contains("build_error") && !doc["build_error"].is_null()) {
+    const Json& b = doc["build_error"];
+    if (!b.is_object() || !b.contains("message") || !b["message"].is_string()) {
+      throw bad("build_error", "an object {\"message\": string, \"log\": string}");
+    }
+    out.build_error = TestReport::BuildError{
+        b["message"].get<std::string>(), b.contains("log") && b["log"].is_string() ? b["log"].get<std::string>() : ""};
+  }
   out.document = std::move(doc);
   return out;
 }
@@ -116,6 +124,9 @@ Classification JudgeTestRun(const ProcessRun& run, const std::optional<TestRepor
   if (!report) {
     return {EvalStatus::kTestError, fmt::format("protocol error: {} (exit code {})", report_problem, rc)};
   }
+  // Issue 10 fault 7: a kernel the run compiles (OpenCL JIT…) that does not build is a build error, not a
+  // failed (or shape-mismatching) test.
+  if (report->build_error) return {EvalStatus::kBuildError, report->build_error->message};
   std::vector<std::string> missing;
   for (const std::string& name : expected) {
     if (report->Find(name) == nullptr) missing.push_back(name);
@@ -204,6 +215,27 @@ void FillPairedRun(const TestReport& report, PhaseRun* out) {
   }
   out->reference_result = std::move(ref);
   out->reference_verdict = std::move(ref_verdict);
+}
+
+void JudgePerformanceRun(const TestReport& report, const std::vector<std::string>& expected, bool paired,
+                         const std::function<std::string(const std::string&)>& runtime_key, PhaseRun* out) {
+  out->verdict = RequireRuntimes(out->verdict, report, expected, runtime_key);
+  if (paired && out->verdict.status == EvalStatus::kCorrect) FillPairedRun(report, out);
+  if (out->verdict.status == EvalStatus::kCorrect || out->timing.is_object()) {
+    out->result.output_data = Json{{"runtimes", report.runtimes}};
+  } else if (out->verdict.status == EvalStatus::kNoMeasurement) {
+    out->result.returncode = -1;
+    std::optional<std::string>& message = out->result.message;
+    message = message && !message->empty() ? *message + "\n" + out->verdict.detail : out->verdict.detail;
+  }
+}
+
+void AttachBuildError(const TestReport& report, ProcessResult* result) {
+  if (!report.build_error) return;
+  const std::string note = "kernel build error: " + report.build_error->message;
+  result->message = result->message && !result->message->empty() ? *result->message + "\n" + note : note;
+  result->stderr_text =
+      report.build_error->message + "\n\nbuild log:\n" + report.build_error->log + "\n" + result->stderr_text;
 }
 
 void MarkFailureForWire(const Classification& verdict, ProcessResult* result) {

@@ -28,6 +28,12 @@ struct TestReport {
   Json runtimes = Json::object();            ///< {name: [ms, ...]}
   std::optional<std::string> skipped_reason;
   std::optional<double> elapsed_s;           ///< the program's own time ("elapsed_ms"), seconds
+  /// Code the run compiles at test time (an OpenCL program, an NVRTC module…) did not build (issue 10
+  /// fault 7): the document's top-level "build_error" {"message", "log"}, the first failure of the run.
+  struct BuildError {
+    std::string message, log;
+  };
+  std::optional<BuildError> build_error;
   Json document = Json::object();            ///< the whole document (fields beyond the ones above)
 
   /// How many tests have `status`.
@@ -54,7 +60,8 @@ enum class ExitCodes {
 ///  1. a termination reason that decides alone (timeouts, limits, crash by signal, cancellation);
 ///  2. pytest exit codes 2–5 (ExitCodes::kPytest);
 ///  3. no report → test_error naming `report_problem` and the exit code (a run that ended early, e.g. a
-///     candidate calling _exit(0) after the first test, never passes);
+///     candidate calling _exit(0) after the first test, never passes); a report with "build_error" →
+///     build_error with its message (the compiler's first error), whatever the tests reported;
 ///  4. an expected test that the report does not contain → test_error naming it;
 ///  5. a failed or errored test → value_mismatch when a test named "test_output_shapes_match…" passed,
 ///     shape_mismatch when it failed, else tests_failed (the reference's rule, on structured data);
@@ -82,6 +89,17 @@ Classification JudgeTiming(const Json& paired_records);
 /// out->timing, the verdict from JudgeTiming, and the reference side (its runtimes from "reference_runtimes",
 /// its verdict from "reference_tests") into out->reference_result / reference_verdict.
 void FillPairedRun(const TestReport& report, PhaseRun* out);
+
+/// The performance-phase judgement both harnesses share: RequireRuntimes on out->verdict, FillPairedRun for a
+/// paired run still correct, then the runtimes into out->result.output_data when measured (a paired run's
+/// integrity verdict — noisy, suspicious, … — comes with its runtimes), or returncode -1 and the verdict's
+/// detail in the message for kNoMeasurement.
+void JudgePerformanceRun(const TestReport& report, const std::vector<std::string>& expected, bool paired,
+                         const std::function<std::string(const std::string&)>& runtime_key, PhaseRun* out);
+
+/// When the report has a build_error: the message gets "kernel build error: <message>" and stderr starts
+/// with the message and the build log (so the log tail shows the compiler's first error). Otherwise a no-op.
+void AttachBuildError(const TestReport& report, ProcessResult* result);
 
 /// Wire compatibility: a run judged a failure whose process exited 0 (or 1 for a test_error) gets
 /// returncode 70 and the verdict's detail appended to its message, so the reference's text-based scoring

@@ -1,14 +1,26 @@
 // Build stage (reference spec §4.3): candidate and reference builds in parallel, each in its own fresh work
 // dir with the task materialised, through the task's harness. Also the gpu_arch helpers.
+// Issue 10: kf's build cache (build_cache.hpp) in front of every build, the task's build budget exported to
+// nested compiles, the limit that ended a build named, and failures of our own environment (cache dir,
+// work dir, interpreter) typed as infrastructure errors instead of build errors.
+#include <time.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 
+#include <fmt/format.h>
+
+#include "core/temp_dir.hpp"
+#include "harness/isolation.hpp"
+#include "kernelfoundry/cache_dir.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/worker_info.hpp"
-#include "core/temp_dir.hpp"
+#include "pipeline/build_cache.hpp"
+#include "pipeline/build_internal.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -63,43 +75,199 @@ BuildRun CanceledBuild(const fs::path& task_dir) {
   return run;
 }
 
-// Environment every child of an evaluation gets from the stage.
-std::map<std::string, std::string> StageEnv() {
-  return {{"KF_CACHE_DIR", std::filesystem::absolute(DefaultCacheDir()).string()}};
+double MonotonicSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::string Seconds(std::chrono::milliseconds ms) { return fmt::format("{:g}", static_cast<double>(ms.count()) / 1000.0); }
+
+// Environment every build child gets from the stage: the build budget (issue 10 fault 6), so nested
+// compiles (compile_torch_extension) are governed by the task's build_timeout, not by their own default.
+std::map<std::string, std::string> BuildEnv(const HarnessLimits& limits) {
+  std::map<std::string, std::string> env;
+  env["KF_BUILD_DEADLINE"] =
+      fmt::format("{:.3f}", MonotonicSeconds() + static_cast<double>(limits.build_timeout.count()) / 1000.0);
+  env["KF_BUILD_TIMEOUT"] = Seconds(limits.build_timeout);
+  env["KF_BUILD_INACTIVITY_TIMEOUT"] =
+      limits.build_inactivity_timeout ? Seconds(*limits.build_inactivity_timeout) : std::string("0");
+  return env;
+}
+
+// A build that failed because of OUR environment (issue 10 fault 5): never the candidate's build error.
+BuildRun InfrastructureRun(const std::string& what, std::optional<ProcessResult> process = std::nullopt) {
+  BuildRun run;
+  ProcessResult r = process.value_or(ProcessResult{});
+  if (r.returncode == 0) r.returncode = -1;
+  r.message = "infrastructure error: " + what;
+  run.result.result = std::move(r);
+  run.infrastructure_error = what;
+  return run;
+}
+
+// Names the limit that ended a build (issue 10 fault 6): the task's build_timeout, its inactivity limit, or
+// a limit inside the build (compile_torch_extension's timeout argument: build_target exits 124 with a
+// "kernelfoundry: build timed out: <limit> of <n> s" line), which becomes a typed wall timeout.
+void NameBuildLimit(BuildRun& run, const HarnessLimits& limits, const Json& config) {
+  if (!run.result.result) return;
+  ProcessResult& r = *run.result.result;
+  std::string what;
+  if (run.reason == TerminationReason::kWallTimeout) {
+    what = fmt::format("the task's build_timeout of {} s ended the build ({})", Seconds(limits.build_timeout),
+                       config.is_object() && config.contains("build_timeout")
+                           ? "config.yaml build_timeout"
+                           : "the default; set build_timeout in config.yaml");
+  } else if (run.reason == TerminationReason::kInactivity && limits.build_inactivity_timeout) {
+    what = fmt::format("no build output for {} s (config.yaml build_output_inactivity_timeout)",
+                       Seconds(*limits.build_inactivity_timeout));
+  } else if (run.reason == TerminationReason::kExited && r.returncode == 124) {
+    static constexpr std::string_view kMarker = "kernelfoundry: build timed out: ";
+    const std::string out = r.stderr_text + "\n" + r.stdout_text;
+    if (size_t at = out.find(kMarker); at != std::string::npos) {
+      size_t end = out.find('\n', at);
+      what = "compile_torch_extension's " +
+             out.substr(at + kMarker.size(), end == std::string::npos ? std::string::npos : end - at - kMarker.size()) +
+             " ended the build";
+      run.reason = TerminationReason::kWallTimeout;
+    }
+  }
+  if (!what.empty()) r.message = "Build timed out: " + what + "\n" + r.message.value_or("");
+}
+
+BuildRun FromCache(const build_cache::Cache& cache, const std::string& key, const BuildResult& hit) {
+  BuildRun run;
+  run.result = hit;
+  ProcessResult& r = *run.result.result;
+  const std::string stored = cache.StoredAt(key);
+  r.message = r.message.value_or("") + " (kf build cache: the identical build of " + (stored.empty() ? "earlier" : stored) +
+              ", key " + key.substr(0, 16) + ")";
+  if (!r.output_data || !r.output_data->is_object()) r.output_data = Json::object();
+  (*r.output_data)["build_cache"] = Json{{"hit", true}, {"key", key}, {"stored_at", stored}};
+  return run;
 }
 
 BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, const std::string& arch_list,
                   const EvaluateOptions& options, std::vector<fs::path>* kept) {
   const Phase phase = target == BuildTarget::kCandidate ? Phase::kBuildCandidate : Phase::kBuildReference;
-  TempDir dir(options.work_root, std::string("kf_build_") + BuildTargetName(target) + "_", options.keep_workdir);
-  if (options.keep_workdir) kept->push_back(dir.path());
+  const HarnessLimits limits = HarnessLimits::FromConfig(task.config);
+  auto emit = [&](BuildRun run) {
+    run.result.worker_info = GetWorkerInfo(harness.Name());
+    if (options.progress) {
+      std::string note;
+      if (!run.result.Ok()) note = run.result.result && run.result.result->message ? *run.result.result->message : "";
+      options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, true, run.result.Ok(), run.wall_s, note});
+    }
+    return run;
+  };
+
+  // ---- kf's build cache (issue 10 fault 2): keyed by everything the compile can read ----
+  std::optional<build_cache::Cache> cache;
+  std::string key;
+  build_cache::Cache::Lock lock;
+  if (build_cache::Enabled()) {
+    CacheDirChoice cache_dir = ResolveCacheDir();
+    if (!cache_dir.usable()) {
+      if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
+      return emit(InfrastructureRun("the cache directory (" + cache_dir.source + ") is not usable: " + cache_dir.problem));
+    }
+    cache.emplace(cache_dir.path / "builds" / "v1");
+    key = build_cache::BuildKey(task, target, arch_list, harness.Name(), build_cache::ToolchainFingerprint(harness.Name()));
+    if (auto hit = cache->Lookup(key)) {
+      if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
+      return emit(FromCache(*cache, key, *hit));
+    }
+  }
+
+  std::optional<TempDir> dir;
   BuildRequest req;
+  try {
+    dir.emplace(options.work_root, std::string("kf_build_") + BuildTargetName(target) + "_", options.keep_workdir);
+    if (options.keep_workdir) kept->push_back(dir->path());
+    req.work_dir = dir->path();
+    req.task_dir = dir->path() / "task_data";
+    task.task_data.ToDisk(req.task_dir);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kIO) throw;  // kUnsafe / kLimit: the task's own problem
+    if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
+    return emit(InfrastructureRun(std::string("cannot prepare the build's work directory: ") + e.what()));
+  }
   req.target = target;
-  req.work_dir = dir.path();
-  req.task_dir = dir.path() / "task_data";
-  task.task_data.ToDisk(req.task_dir);
   req.gpu_arch = arch_list;
   req.hyperparameters = task.hyperparameters;
-  req.limits = HarnessLimits::FromConfig(task.config);
-  req.env = StageEnv();
+  req.limits = limits;
   req.on_line = options.on_output_line;
   req.stop = options.stop;
   DeviceSlots& slots = options.slots ? *options.slots : ProcessDeviceSlots();
   DeviceSlots::Lease lease = slots.ForBuild(options.stop);
   if (!lease.held()) return CanceledBuild(req.task_dir);
   if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
-  BuildRun run = harness.Build(req);
-  run.task_dir = req.task_dir;
-  run.result.worker_info = GetWorkerInfo(harness.Name());
-  if (options.progress) {
-    std::string note;
-    if (!run.result.Ok()) note = run.result.result && run.result.result->message ? *run.result.result->message : "";
-    options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, true, run.result.Ok(), run.wall_s, note});
+  if (cache) {
+    // One compile per key: a concurrent build of the same key finishes first, then we find its entry.
+    lock = cache->Acquire(key, limits.build_timeout + std::chrono::seconds(30));
+    if (auto hit = cache->Lookup(key)) return emit(FromCache(*cache, key, *hit));
   }
-  return run;
+  req.env = BuildEnv(limits);  // the deadline counts from now
+  BuildRun run;
+  try {
+    run = harness.Build(req);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kIO) throw;
+    return emit(InfrastructureRun(std::string("cannot write the build's inputs: ") + e.what()));
+  }
+  run.task_dir = req.task_dir;
+  if (run.reason == TerminationReason::kSpawnFailed) {
+    const std::string why = run.result.result ? run.result.result->message.value_or("") : "";
+    return emit(InfrastructureRun("the build could not be started: " + why, run.result.result));
+  }
+  NameBuildLimit(run, limits, task.config);
+  if (cache && run.reason == TerminationReason::kExited && run.result.Ok()) {
+    if (std::string problem = cache->Store(key, run.result); !problem.empty()) {
+      run.result.result->message = run.result.result->message.value_or("") + " (not cached: " + problem + ")";
+    }
+  }
+  return emit(std::move(run));
 }
 
 }  // namespace
+
+std::optional<EvalResult> InfrastructureFailure(const BuildStageResult& builds) {
+  for (const auto* b : {&builds.candidate, &builds.reference}) {
+    if (*b && (*b)->infrastructure_error) {
+      EvalResult r = InfrastructureErrorResult(*(*b)->infrastructure_error, (*b)->result.result);
+      if ((*b)->result.worker_info) r.metadata["compile_worker_info"] = *(*b)->result.worker_info;
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
+EvalResult InfrastructureErrorResult(const std::string& what, const std::optional<ProcessResult>& process) {
+  EvalResult r;
+  r.status = EvalStatus::kInfrastructureError;
+  r.perf_score = PerfScoreFor(r.status);
+  r.status_detail = what;
+  r.eval_log = "Infrastructure error (the evaluator's environment failed; this says nothing about the "
+               "candidate): " + what + "\n";
+  if (process && !(process->stdout_text.empty() && process->stderr_text.empty())) {
+    r.eval_log += process->stdout_text + "\n" + process->stderr_text + "\n";
+  }
+  return r;
+}
+
+void NoteIsolation(EvalResult& result) {
+  std::string status;
+  try {
+    status = ChildIsolationStatus();
+  } catch (const Error& e) {
+    status = std::string("unknown: ") + e.what();
+  }
+  if (status.rfind("landlock", 0) == 0) return;
+  const std::string note = "filesystem isolation of build and test children: " + status +
+                           " (candidate code could write outside its work dir)";
+  result.eval_log += "\nNote: " + note + "\n";
+  result.status_detail += (result.status_detail.empty() ? "" : "; ") + note;
+}
 
 BuildStageResult RunBuildStage(const Harness& harness, Task& task, const BuildPlan& plan,
                                const EvaluateOptions& options) {

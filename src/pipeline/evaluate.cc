@@ -11,6 +11,7 @@
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/worker_info.hpp"
 #include "pipeline/eval_log.hpp"
+#include "pipeline/build_internal.hpp"
 
 namespace kf {
 
@@ -33,6 +34,7 @@ void AddCompileInfo(EvalResult& r, const std::optional<BuildRun>& build) {
 }
 
 void Finish(Evaluation& ev, Clock::time_point t0) {
+  NoteIsolation(ev.result);  // [issue 10] the verdict says when children could not be isolated
   ev.wall_s = SecondsSince(t0);
   ev.combined_score = ev.result.perf_score >= 0 ? ComputePerformanceScore(ev.result) : -1;
 }
@@ -121,6 +123,12 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
   }
   if (options.stop.stop_requested()) {
     ev.result = CanceledResult("during the build");
+    Finish(ev, t0);
+    return ev;
+  }
+  // [issue 10 fault 5] Our environment failed (cache dir, work dir, interpreter): never a candidate score.
+  if (std::optional<EvalResult> infra = InfrastructureFailure(builds)) {
+    ev.result = std::move(*infra);
     Finish(ev, t0);
     return ev;
   }

@@ -193,6 +193,7 @@ EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<Te
   const Classification c = options.correctness ? *options.correctness : ClassifyFromWire(corr);
   if (!IsCorrectFamily(c.status)) {
     SetStatus(r, c.status, c.detail);
+    if (c.status == EvalStatus::kBuildError) r.compiled = false;  // a kernel built at test time (JIT) failed
     return r;
   }
   r.correctness = true;

@@ -204,6 +204,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
   std::map<std::string, std::string> env = conditions.env;
   env["KF_CACHE_DIR"] = std::filesystem::absolute(DefaultCacheDir()).string();
   if (std::string m = MeasureOptionsJson(task.config); !m.empty()) env["KERNELFOUNDRY_MEASURE_OPTIONS"] = m;
+  for (const auto& [k, v] : options.test_env) env[k] = v;
   Json timing_options = TimingOptions(task, limits);
   // eval_config.timing.mode: "paired" (default) or "separate" (each side in its own run, as the reference
   // does; kept for comparisons such as bench/noise_bench).
@@ -272,7 +273,10 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
       VariantRun& run = runs[i].second;
       if (variants[i].reference) continue;
       any_candidate = true;
-      if (run.correctness->status != EvalStatus::kCorrect || options.stop.stop_requested()) continue;
+      if (run.correctness->status != EvalStatus::kCorrect || options.stop.stop_requested() ||
+          options.correctness_only) {
+        continue;
+      }
       DeviceSlots::Lease lease = slots.ForTiming(arch, options.stop);
       if (!lease.held()) break;
       TestRequest req = request(variants[i]);
@@ -295,7 +299,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
         reference_run->performance_s = p.wall_s;
       }
     }
-    if (reference_ok && (!any_candidate || !pair) && !options.stop.stop_requested()) {
+    if (reference_ok && (!any_candidate || !pair) && !options.stop.stop_requested() && !options.correctness_only) {
       DeviceSlots::Lease lease = slots.ForTiming(arch, options.stop);
       if (lease.held()) {
         TestRequest req = request(*reference);

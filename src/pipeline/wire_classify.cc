@@ -50,6 +50,10 @@ Classification ClassifyFromWire(const ProcessResult& run) {
   const std::string output = run.stdout_text + "\n" + run.stderr_text;
   const std::string message = run.message.value_or("");
   const int rc = run.returncode;
+  if (const size_t at = message.find("kernel build error: "); at != std::string::npos) {
+    // Our harnesses' wire marker for a kernel compiled at test time that did not build (issue 10 fault 7).
+    return {EvalStatus::kBuildError, message.substr(at + 20)};
+  }
   if (const size_t at = message.find("protocol error: "); at != std::string::npos) {
     // Our harnesses' wire marker: the test run gave no usable report (see PhaseRun::result).
     return {EvalStatus::kTestError, message.substr(at)};

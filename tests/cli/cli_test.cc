@@ -3,6 +3,7 @@
 // a non-zero exit code and no output file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -310,6 +311,23 @@ TEST(CliTask, EveryVerbHasHelp) {
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << verb << ": " << r.out;
   }
   EXPECT_EQ(Kf("decode").rc, 2);  // missing arguments: usage error
+}
+
+// Issue 10 item 8: CLI11's parse errors in kf's one-line form, exit code 2 (usage); help still exits 0.
+TEST(CliTask, ParseErrorsAreOneKfErrorLineWithExitCode2) {
+  for (const char* args : {"run --bogus-flag x", "decode", "", "nosuchverb", "run " /* TASK missing */,
+                           "info a b c d"}) {
+    RunResult r = Kf(args);
+    EXPECT_EQ(r.rc, 2) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+    EXPECT_EQ(r.err.rfind("kf: error: ", 0), 0u) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+  EXPECT_NE(Kf("run --bogus-flag x").err.find("--bogus-flag"), std::string::npos);
+  RunResult help = Kf("--help");
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_NE(help.out.find("Usage"), std::string::npos);
+  EXPECT_EQ(Kf("--version").rc, 0);
 }
 
 }  // namespace

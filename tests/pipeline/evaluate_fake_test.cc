@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "kernelfoundry/evaluate.hpp"
@@ -113,6 +115,20 @@ Task MakeTask(const std::string& extra_config = "", const std::string& evolve = 
 
 class EvaluateFake : public ::testing::Test {
  protected:
+  // Each case gets its own build cache: the cases share their tasks, so with one cache a case would get
+  // another's build (a cache hit: no "build custom" call) depending on the order ctest runs them in.
+  void SetUp() override {
+    if (const char* old = std::getenv("KF_CACHE_DIR")) saved_cache_dir_ = old;
+    ::setenv("KF_CACHE_DIR", (tmp_.path() / "cache").c_str(), 1);
+  }
+  void TearDown() override {
+    if (saved_cache_dir_) {
+      ::setenv("KF_CACHE_DIR", saved_cache_dir_->c_str(), 1);
+    } else {
+      ::unsetenv("KF_CACHE_DIR");
+    }
+  }
+  std::optional<std::string> saved_cache_dir_;
   Evaluation Run(const Task& task, const std::optional<std::string>& code = std::nullopt, EvaluateOptions o = {}) {
     o.harness = &harness_;
     o.work_root = tmp_.path();

@@ -240,6 +240,24 @@ TEST(KernelBenchSlow, SoftmaxOpenMpCandidateIsCorrectWithSpeedupStored) {
               "examples/candidates/kernelbench/softmax_omp.cpp", "kb_l1_23_softmax");
 }
 
+// Regression (issue 9): an all-zeros output passed softmax over 4096 columns (outputs ~2.4e-4, all below
+// KernelBench's fixed atol 1e-2) and was scored correct with a 7x speedup. The imported tests scale atol with
+// the reference output's magnitude, so zeros are a value mismatch.
+TEST(KernelBenchSlow, ZerosOnSoftmaxAreAValueMismatch) {
+  TempDir tmp;
+  fs::path task = tmp.path() / "task";
+  auto [rc, text] = RunShell(Kf("import-kernelbench " + Q(Problem("level1/23_Softmax.py")) +
+                                " --set batch_size=16 --set dim=4096 -o " + Q(task)));
+  ASSERT_EQ(rc, 0) << text;
+  fs::path cand = tmp.path() / "zeros.cpp";
+  testing::WriteFile(cand, "torch::Tensor forward(torch::Tensor x) { return torch::zeros_like(x); }\n");
+  auto [rrc, out] = RunShell(Kf("run " + Q(task) + " --candidate " + Q(cand) + " --no-reference --no-store --json " +
+                                Q(tmp.path() / "out.json")));
+  EXPECT_NE(rrc, 0) << out;
+  Json j = Json::parse(ReadFile(tmp.path() / "out.json"));
+  EXPECT_EQ(j["status"], "value_mismatch") << out;
+}
+
 // The generated starting point (calls back into the PyTorch Model) is correct, here on a level-2 problem with
 // state tensors and int/float init inputs.
 TEST(KernelBenchSlow, StartingPointIsCorrect) {

@@ -97,7 +97,8 @@ TEST(ClassifyTermination, TypedReasonsDecideWithoutText) {
   EXPECT_EQ(ClassifyTermination(TerminationReason::kMemoryLimit, -9)->status, EvalStatus::kResourceLimit);
   EXPECT_EQ(ClassifyTermination(TerminationReason::kProcessLimit, -9)->status, EvalStatus::kResourceLimit);
   EXPECT_EQ(ClassifyTermination(TerminationReason::kFileSizeLimit, -25)->status, EvalStatus::kResourceLimit);
-  EXPECT_EQ(ClassifyTermination(TerminationReason::kSpawnFailed, -1)->status, EvalStatus::kTestError);
+  // Issue 10: a test that could not be started is our environment's failure, not the candidate's.
+  EXPECT_EQ(ClassifyTermination(TerminationReason::kSpawnFailed, -1)->status, EvalStatus::kInfrastructureError);
   EXPECT_EQ(ClassifyTermination(TerminationReason::kCanceled, -9)->status, EvalStatus::kCanceled);
   Classification crash = *ClassifyTermination(TerminationReason::kSignaled, -6);
   EXPECT_EQ(crash.status, EvalStatus::kCrash);

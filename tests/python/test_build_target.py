@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import run_py, write_task
 from kernelfoundry import compile_torch_extension
+from kernelfoundry import compiler
+from kernelfoundry.compiler import BUILD_TIMEOUT_EXIT, BuildTimeout
 
 HELPERS = textwrap.dedent('''
     from kernelfoundry import TestBase
@@ -69,16 +74,68 @@ def test_default_hook_returns_null_and_failures_exit_nonzero(tmp_path):
     assert r.returncode != 0 and "defines no subclass of kernelfoundry.TestBase" in r.stderr
 
 
-def test_compile_torch_extension_reports_compiler_errors(tmp_path, monkeypatch):
-    monkeypatch.setenv("KF_CACHE_DIR", str(tmp_path / "cache"))
+def test_compile_torch_extension_reports_compiler_errors(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.delenv("KF_BUILD_DEADLINE", raising=False)
     src = tmp_path / "broken.cpp"
     src.write_text("this is not C++;\n")  # fails fast: no torch headers to parse first
     with pytest.raises(RuntimeError, match=r"failed to compile torch extension 'broken'[\s\S]*error"):
         compile_torch_extension("broken", src, tmp_path / "out", "cpu", timeout=600)
     assert not (tmp_path / "out" / "broken.so").exists()
-    with pytest.raises(RuntimeError, match="timed out after 0.2 s"):
+    # The compiler's output streamed to our stdout as it came (issue 10 fault 6), not only into the message.
+    assert "this is not C++" in capfd.readouterr().out
+    # No cache of its own and nothing left behind: the private build dir is gone.
+    assert list((tmp_path / "tmp").iterdir()) == []
+    with pytest.raises(BuildTimeout, match=r"timed out after 0.2 s \(timeout argument\)") as info:
         compile_torch_extension("slow", src, tmp_path / "out", "cpu", timeout=0.2)  # torch import alone is slower
+    assert info.value.limit == "timeout argument" and info.value.limit_s == 0.2
     with pytest.raises(ValueError, match="unknown backend"):
         compile_torch_extension("broken", src, tmp_path / "out", "cpu", backend="nvcc")
     with pytest.raises(ValueError, match="does not exist"):
         compile_torch_extension("missing", tmp_path / "nope.cpp", tmp_path / "out", "cpu")
+
+
+# ---- issue 10 fault 6: the task's build_timeout governs nested compiles; output streams ----
+
+def test_timeout_none_is_the_build_budget_from_kf(monkeypatch):
+    now = time.clock_gettime(time.CLOCK_MONOTONIC)
+    monkeypatch.setenv("KF_BUILD_DEADLINE", f"{now + 240:.3f}")
+    monkeypatch.setenv("KF_BUILD_TIMEOUT", "240")
+    seconds, limit, limit_s = compiler._effective_timeout(None)
+    assert limit == "build_timeout" and limit_s == 240.0
+    assert 240 < seconds <= 245.5  # kf kills at the deadline; ours is a backstop a little later
+    # The old 120 s default no longer applies; an explicit value below the budget is the task's own limit.
+    assert compiler._effective_timeout(120) == (120.0, "timeout argument", 120.0)
+    assert compiler._effective_timeout(10_000)[1] == "build_timeout"
+    monkeypatch.delenv("KF_BUILD_DEADLINE")
+    assert compiler._effective_timeout(None) == (compiler.DEFAULT_TIMEOUT_S, "default timeout", 600.0)
+
+
+def test_silent_but_busy_build_prints_heartbeats_and_a_sleeping_one_does_not(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KF_BUILD_INACTIVITY_TIMEOUT", "1.5")  # heartbeat every 0.5 s of silence
+    busy = [sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 2.5: pass"]
+    rc, _ = compiler._run_child(busy, dict(os.environ), tmp_path, 30, "build_timeout", 30)
+    assert rc == 0
+    assert "kernelfoundry: still compiling" in capsys.readouterr().out
+    sleepy = [sys.executable, "-c", "import time; time.sleep(2.5)"]
+    rc, _ = compiler._run_child(sleepy, dict(os.environ), tmp_path, 30, "build_timeout", 30)
+    assert rc == 0
+    assert "still compiling" not in capsys.readouterr().out
+    with pytest.raises(BuildTimeout, match=r"after 240 s \(build_timeout\)"):
+        compiler._run_child([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ), tmp_path, 0.5,
+                            "build_timeout", 240)
+
+
+def test_a_build_limit_inside_the_hook_exits_124_naming_it(tmp_path):
+    task = write_task(tmp_path / "t", textwrap.dedent('''
+        from kernelfoundry import TestBase
+        from kernelfoundry.compiler import BuildTimeout
+        class TestX(TestBase):
+            def build(self, gpu_arch, **kw):
+                raise BuildTimeout("compilation timed out after 120 s (timeout argument)", 120.0, "timeout argument")
+    '''))
+    r = build(task, "build", {"gpu_arch": "cpu"})
+    assert r.returncode == BUILD_TIMEOUT_EXIT == 124, r.stderr
+    assert "kernelfoundry: build timed out: timeout argument of 120 s" in r.stderr
+    assert not (task / "out" / "artifacts.json").exists()

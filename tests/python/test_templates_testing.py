@@ -63,7 +63,7 @@ def test_assert_allclose_torch_and_special_values():
     x = torch.tensor([0.0, 1e-9, float("inf"), float("nan"), -3.0], dtype=torch.float32)
     assert_allclose(x, x.clone())
     assert_allclose(x.to(torch.bfloat16), x.to(torch.bfloat16))
-    assert_allclose(torch.tensor([1.0, 2.0]), np.array([1.001, 2.0]))
+    assert_allclose(torch.tensor([1.0, 2.0]), np.array([1.001, 2.0]), check_dtype=False)
     with pytest.raises(AssertionError, match="shape mismatch"):
         assert_allclose(torch.zeros(3), torch.zeros(4))
     with pytest.raises(AssertionError, match="relative error"):
@@ -79,3 +79,69 @@ def test_all_close_with_slack_and_cosine():
     assert cosine_similarity(np.zeros(3), np.zeros(3)) == 1.0
     with pytest.raises(AssertionError, match="below the minimum"):
         cosine_similarity(np.array([1.0, 0.0]), np.array([0.0, 1.0]))
+
+
+# ---- issue 10 fault 3: non-finite outputs never pass; the message names the FIRST bad index and counts ----
+
+def test_assert_allclose_nan_in_under_one_percent_fails_naming_first_index_and_counts():
+    e = np.linspace(1, 2, 1000)
+    a = e.copy()
+    a[[3, 500, 997]] = np.nan  # 9 NaN in 1,000 (0.9 %): the ratio rule alone would pass this
+    a[[10, 20, 30, 40, 50, 60]] = np.nan
+    with pytest.raises(AssertionError) as info:
+        assert_allclose(a, e)
+    msg = str(info.value)
+    assert "9 NaN and 0 Inf where the reference is finite, 0 with a relative error" in msg
+    assert "First bad element at index (3,)" in msg
+    assert "non-finite values fail whatever ratio_below_max_err allows" in msg
+    assert not all_close_with_slack(a, e)
+    with pytest.raises(AssertionError, match="9 NaN and 0 Inf"):
+        cosine_similarity(a, e)
+
+
+def test_assert_allclose_half_percent_nan_in_a_mebi_tensor_fails():
+    n = 1 << 20
+    e = torch.rand(n, generator=torch.Generator().manual_seed(0)) + 0.5
+    a = e.clone()
+    idx = torch.randperm(n, generator=torch.Generator().manual_seed(1))[: n // 200]  # 0.5 %
+    a[idx] = float("nan")
+    first = int(idx.min())
+    with pytest.raises(AssertionError) as info:
+        assert_allclose(a, e)
+    assert f"{n // 200} NaN and 0 Inf" in str(info.value)
+    assert f"index ({first},)" in str(info.value)
+
+
+def test_assert_allclose_inf_and_out_of_tolerance_are_counted_separately():
+    e = torch.ones(2, 500)
+    a = e.clone()
+    a[1, 7] = float("inf")
+    a[0, 9] = float("-inf")
+    a[1, 2] = 5.0  # out of tolerance, finite
+    with pytest.raises(AssertionError) as info:
+        assert_allclose(a, e, ratio_below_max_err=0.5)
+    msg = str(info.value)
+    assert "0 NaN and 2 Inf where the reference is finite, 1 with a relative error" in msg
+    assert "First bad element at index (0, 9)" in msg
+
+
+def test_special_values_in_the_reference_still_match_themselves():
+    e = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0])
+    assert_allclose(e.clone(), e)
+    assert all_close_with_slack(e.clone(), e)
+
+
+# ---- issue 10 fault 4: dtypes are compared (a task may allow a different one explicitly) ----
+
+def test_float64_result_for_float32_reference_fails_naming_both_dtypes():
+    e = torch.randn(64, 100, dtype=torch.float32)
+    with pytest.raises(AssertionError, match="dtype mismatch: actual float64 vs expected float32"):
+        assert_allclose(e.to(torch.float64), e)
+    assert_allclose(e.to(torch.float64), e, check_dtype=False)
+    assert not all_close_with_slack(e.to(torch.float64), e)
+    assert all_close_with_slack(e.to(torch.float64), e, check_dtype=False)
+    with pytest.raises(AssertionError, match="dtype mismatch: actual bfloat16 vs expected float32"):
+        cosine_similarity(e.to(torch.bfloat16), e)
+    # numpy and torch with the same element type agree; lists and scalars carry no dtype.
+    assert_allclose(e.numpy(), e)
+    assert_allclose([1.0, 2.0], torch.tensor([1.0, 2.0]))

@@ -83,8 +83,9 @@ inline Device& GetDevice() {
 }
 
 /// Reads `path` (relative to the task directory, the test program's cwd) and builds it for the run's device
-/// with `options` (e.g. "-cl-std=CL1.2"). Throws Failure with the compiler's build log when the source does
-/// not compile (a candidate problem), std::runtime_error when the file cannot be read.
+/// with `options` (e.g. "-cl-std=CL1.2"). Throws kf::sdk::BuildFailure when the source does not compile (a
+/// candidate problem, scored build_error): what() names the file, the OpenCL error and the compiler's first
+/// error; the whole build log travels in BuildFailure::log. std::runtime_error when the file cannot be read.
 inline cl_program BuildProgramFromFile(const std::string& path, const std::string& options = "-cl-std=CL1.2") {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path);
@@ -103,7 +104,10 @@ inline cl_program BuildProgramFromFile(const std::string& path, const std::strin
     std::string log(len, '\0');
     if (len) clGetProgramBuildInfo(prog, dev.id, CL_PROGRAM_BUILD_LOG, len, log.data(), nullptr);
     while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-    throw Failure("OpenCL build of " + path + " failed (" + ErrorName(err) + "):\n" + log);
+    std::string first = FirstCompilerError(log);
+    throw BuildFailure("OpenCL build of " + path + " failed (" + ErrorName(err) + ")" +
+                           (first.empty() ? std::string(" (the build log names no error)") : "; first error: " + first),
+                       log);
   }
   return prog;
 }

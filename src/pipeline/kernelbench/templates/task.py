@@ -5,10 +5,12 @@ Calling convention of the extension: forward(*inputs, *model_state_tensors, *ini
 problem.get_inputs(), model_state_tensors = the reference model's state_dict() tensors in order and init_inputs
 = problem.get_init_inputs(). The reference model is built once with torch.manual_seed(MODEL_SEED).
 
-Correctness: KernelBench's criterion |out - ref| <= ATOL + RTOL * |ref| (atol = rtol = 1e-2) for EVERY
-element, checked with kernelfoundry.testing.assert_allclose (epsilon = ATOL / RTOL, so that its
+Correctness: KernelBench's criterion |out - ref| <= atol + RTOL * |ref| (RTOL = 1e-2) for EVERY element,
+checked with kernelfoundry.testing.assert_allclose (epsilon = atol / RTOL, so that its
 |out - ref| / (|ref| + epsilon) < rtol is the same inequality), over the inputs of SEEDS; the inputs must not
-be modified.
+be modified. atol is KernelBench's 1e-2 scaled by the reference output's magnitude (mean |ref|, clamped to
+[ATOL_SCALE_FLOOR, 1]): with a fixed 1e-2 every output smaller than that passes, so an all-zeros candidate was
+"correct" on e.g. softmax over 4096 columns (outputs ~2.4e-4). Outputs of magnitude >= 1 keep KernelBench's 1e-2.
 """
 
 import importlib
@@ -34,6 +36,7 @@ SEEDS = [0, 1, 2]
 BENCHMARK_SEED = 42
 ATOL = 1e-2
 RTOL = 1e-2
+ATOL_SCALE_FLOOR = 1e-3  # outputs that are (nearly) all zeros still get an absolute tolerance of 1e-5
 BUILD_TIMEOUT_S = 540  # below config.yaml's build_timeout (600 s): torch extension builds are slow
 # Sizes of this package (problem.py, after --set): {{SIZES}}
 
@@ -45,6 +48,16 @@ BUILD_TIMEOUT_S = 540  # below config.yaml's build_timeout (600 s): torch extens
 # CPU tensors; return a new tensor equal to Model(*init_inputs)(*inputs) within atol = rtol = 1e-2 and do not
 # modify the inputs. OpenMP is available (-fopenmp). The starting point calls back into PyTorch; replace it.
 # [USER_INSTRUCTIONS_END]
+
+
+def scaled_atol(expected):
+    """KernelBench's ATOL scaled by the reference output's magnitude (see the module docstring)."""
+    if not torch.is_tensor(expected) or expected.numel() == 0 or not expected.is_floating_point():
+        return ATOL
+    magnitude = float(expected.detach().abs().double().mean())
+    if magnitude != magnitude:  # NaN in the reference: keep KernelBench's tolerance, the NaN check decides
+        return ATOL
+    return ATOL * min(1.0, max(ATOL_SCALE_FLOOR, magnitude))
 
 
 def make_inputs(seed):
@@ -112,7 +125,8 @@ class TestKernelBench(TestBase):
         copies = [t.clone() if torch.is_tensor(t) else t for t in inputs]
         expected = run_reference(reference_model, copies)
         out = kernel(*inputs)
-        assert_allclose(out, expected, epsilon=ATOL / RTOL, rtol=RTOL, ratio_below_max_err=1.0 - 1e-12)
+        atol = scaled_atol(expected)
+        assert_allclose(out, expected, epsilon=atol / RTOL, rtol=RTOL, ratio_below_max_err=1.0 - 1e-12)
         for i, (t, c) in enumerate(zip(inputs, copies)):
             if torch.is_tensor(t):
                 assert torch.equal(t, c), f"input {i} was modified"

@@ -1,0 +1,23 @@
+// Internal helpers of the pipeline stages added for issue 10 (infrastructure errors, the isolation note).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/scoring.hpp"
+
+namespace kf {
+
+/// The verdict when OUR environment failed (issue 10 fault 5): status infrastructure_error (perf 0,
+/// reference-compatible "error"), detail = `what` (names the path), the log holds the process output if any.
+EvalResult InfrastructureErrorResult(const std::string& what, const std::optional<ProcessResult>& process);
+
+/// The first build of `builds` that failed because of our environment, as a verdict; nullopt when none.
+std::optional<EvalResult> InfrastructureFailure(const BuildStageResult& builds);
+
+/// Adds to a verdict how build and test children were isolated when they were NOT (issue 10, filesystem
+/// isolation: "the verdict says so"): a line in eval_log and a note in status_detail.
+void NoteIsolation(EvalResult& result);
+
+}  // namespace kf
