@@ -200,6 +200,9 @@ struct Evaluation {
   std::vector<PhaseTiming> timings;
   double build_s = 0, test_s = 0, wall_s = 0;   ///< stage wall seconds
   std::vector<std::filesystem::path> kept_dirs;
+  /// Set when the verdict was reused from the verdict cache (kernelfoundry/verdict_cache.hpp): {"key",
+  /// "job_id", "created_at"} of the run that produced it; null for a fresh evaluation.
+  Json cached = nullptr;
 };
 
 /// Evaluates `candidate` (a block update: the shorthand {"EVOLVE": code} or the full form; nullopt = the

@@ -31,6 +31,10 @@
 
 namespace kf {
 
+namespace internal {
+struct FileMapAccess;  // the shared decoder (src/core/codec_impl.hpp)
+}
+
 /// Per-file metadata. mode: permission bits (& 0777); mtime: seconds since the epoch.
 struct FileMeta {
   std::optional<uint32_t> mode;
@@ -118,10 +122,17 @@ class MemoryFileMap {
   /// (legacy meta: mode 0644, mtime now). Throws kParse naming the path/field on bad shapes or base64.
   void Decode(const Json& data);
   static MemoryFileMap FromJson(const Json& data);
+  /// The JSON text of Encode(), written directly (base64 straight into the output, no kf::Json built):
+  /// byte-identical to DumpJson(Encode(), indent).
+  std::string EncodeToString(int indent = -1) const;
+  /// FromJson(ParseJson(json, source)) through simdjson: same result and same errors, several times faster
+  /// on big maps. Throws kf::Error(kParse) naming `source` for malformed JSON, else as Decode.
+  static MemoryFileMap DecodeFromString(std::string_view json, const std::string& source = "<file map>");
 
   bool operator==(const MemoryFileMap& other) const;  ///< same keys, bytes and meta (order ignored)
 
  private:
+  friend struct internal::FileMapAccess;
   std::map<std::string, std::string> files_;
   std::map<std::string, FileMeta> meta_;
   std::vector<std::string> order_;

@@ -3,7 +3,13 @@
 // Runs `<task python> -m kernelfoundry.collect <task_dir>` (our python package on PYTHONPATH, both found by
 // kernelfoundry/resources.hpp; no bytecode written) under kf::RunProcess with a wall-clock limit, in the task directory. The collector
 // prints one line "KF_COLLECT_JSON:{"tests":[{"nodeid":…,"performance":bool}],"errors":[…]}"; tests marked
-// @pytest.mark.performance are the profile tests, all others the correctness tests (collection order kept).
+// @pytest.mark.performance are the profile tests, all others the correctness tests (collection order kept):
+// both lists come from ONE collection (the reference collects twice).
+// Speed: the collector defers heavy imports (torch, numpy, …) until collection really uses them, and
+// compiles the task's own modules with postponed annotations (python/kernelfoundry/lazy_imports.py), so a
+// task.py that imports torch only for its test bodies is collected without loading torch (~0.3 s instead
+// of 1.5–6 s). When such a collection reports a failure, the task is collected again with plain imports
+// (PytestCollectOptions::eager) and that run's answer stands, so error texts are those of a normal import.
 // Fixes the reference's text scraping (spec §6 "get_test_names"): the first collection's failures are not
 // ignored — an import error of task.py fails with the collector's own error text.
 //
@@ -24,6 +30,7 @@ struct PytestCollectOptions {
   std::filesystem::path python = TaskPythonInterpreter();  ///< interpreter with pytest installed
   std::filesystem::path python_dir;  ///< holds the kernelfoundry package; empty = kf::TaskPythonDir()
   std::chrono::milliseconds timeout{180'000};  ///< wall-clock limit of one collection
+  bool eager = false;  ///< plain imports only (no deferred imports; KF_COLLECT_EAGER=1 for the collector)
 };
 
 /// Collects the tests of the task materialised in `task_dir`. Throws kf::Error (file "task.py"):

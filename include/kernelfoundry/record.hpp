@@ -88,6 +88,11 @@ std::string NewUuid4();
 Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string& task_id,
                std::optional<int64_t> job_id);
 
+/// "cached: verdict of job N from <UTC time>\n" for a verdict reused from the verdict cache
+/// (Evaluation::cached; "an unrecorded run" when it had no job), "" for a fresh evaluation. KernelRow puts it
+/// after the "kf status:" line; kf run prints it.
+std::string CachedNote(const Evaluation& ev);
+
 /// One `job_logs` row per process result of the evaluation (level RAW, message = the combined output,
 /// extra {log, returncode, output_data, worker_info, trial 0, version 0}, hostname from the worker info).
 std::vector<JobLog> ProcessLogs(const Evaluation& ev, int64_t job_id, const std::string& kernel_uuid);
@@ -137,7 +142,7 @@ RecordedRun EvaluateAndRecord(Store& store, const Task& task, const std::optiona
 /// The JSON document of `kf run --json` (and of a web view's evaluation page): task, gpu_arch, status,
 /// reference_status, status_detail, perf_score, speedup, runtime_ms, combined_score, correct, result
 /// (EvalResult::ToJson), build and test results (reference encodings), timings {build_s, test_s, wall_s,
-/// phases}, and when recorded: db (RecordedRun::store), job_id, kernel_uuid (plus "canceled": true for a
+/// phases}, "cached" (bool) and "cached_from" (Evaluation::cached, only when cached), and when recorded: db (RecordedRun::store), job_id, kernel_uuid (plus "canceled": true for a
 /// canceled job); then work_dirs.
 Json EvaluationDocument(const Evaluation& ev, const RecordedRun* recorded);
 

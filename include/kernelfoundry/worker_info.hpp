@@ -2,7 +2,10 @@
 //
 // Every BuildResult and TestResult carries it, and the kernels row stores it (eval/compile_worker_info).
 // Contract:
-//  * Gathered once per process (std::call_once) and cached; later calls return the cached value.
+//  * Gathered once per process (std::call_once) and cached; later calls return the cached value. The
+//    Python facts (python_version, torch_version: two `python3` probes) are a separate part, gathered only
+//    for a harness that runs Python (WorkerInfoNeedsPython) — a native evaluation starts no Python process;
+//    its worker_info has the same keys with "" for those two.
 //  * Never fails: a tool that is absent or slow gives "" (versions) or 0 (memory). The version probes run
 //    in parallel through kf::RunProcess with a short timeout each (kProbeTimeout), so the first call costs
 //    about one probe's time, not their sum.
@@ -15,6 +18,8 @@
 #pragma once
 
 #include <chrono>
+#include <string>
+#include <string_view>
 
 #include "kernelfoundry/json.hpp"
 
@@ -23,10 +28,18 @@ namespace kf {
 /// Time limit of one version probe (each runs once per process).
 inline constexpr std::chrono::milliseconds kProbeTimeout{5'000};
 
-/// The cached worker info of this process (see the header comment for keys and failure behaviour).
+/// True when the worker info of an evaluation by `harness_kind` (Harness::Name(): "pytest", "native", …)
+/// includes the Python facts: every kind except "native" (a kind that runs no Python must be listed here).
+bool WorkerInfoNeedsPython(std::string_view harness_kind);
+
+/// The cached worker info of this process for an evaluation by `harness_kind` (see the header comment for
+/// keys and failure behaviour). The machine part is gathered at the first call of any kind, the Python part
+/// at the first call of a kind that needs it; each once per process.
+const Json& GetWorkerInfo(std::string_view harness_kind);
+/// The full worker info (Python facts included), cached: GetWorkerInfo("pytest").
 const Json& GetWorkerInfo();
 
-/// Gathers the worker info now, without the cache (for tests and `kf info`). Never throws.
+/// Gathers the full worker info now, without the cache (for tests and `kf info`). Never throws.
 Json GatherWorkerInfo();
 
 /// Parses the version out of a tool's `--version` text: "release 13.0, V13.0.88" -> "13.0.88" (nvcc);

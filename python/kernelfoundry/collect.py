@@ -13,6 +13,12 @@ Either prints exactly one line to stdout that starts with ``KF_COLLECT_JSON:`` f
 "exitstatus": <int>}``. Node ids are the reference's form: the text after ``task.py::``. A test is a
 performance test iff it carries ``@pytest.mark.performance`` (on the function, class or module).
 ``errors`` holds pytest's own text for every collector that failed (e.g. task.py does not import).
+
+The runner defers the import of heavy packages (torch, numpy, …) until collection actually uses them
+(kernelfoundry.lazy_imports): a task.py that only imports torch at the top is collected without loading
+torch. The payload's ``deferred_imports`` lists the packages that were imported but never needed.
+``KF_COLLECT_EAGER=1`` turns this off (kf re-collects that way when a deferred collection reports errors, so
+error texts are always those of a normal import).
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+
+from . import lazy_imports
 
 __all__ = ["MARKER", "CollectPlugin", "relative_nodeid", "main"]
 
@@ -60,7 +68,10 @@ class CollectPlugin:
         if self.emitted:
             return
         self.emitted = True
-        payload = {"tests": self.tests, "errors": self.errors, "exitstatus": int(exitstatus)}
+        deferred = sorted(name for name, module in list(sys.modules.items())
+                          if "." not in name and lazy_imports.is_deferred(module))
+        payload = {"tests": self.tests, "errors": self.errors, "exitstatus": int(exitstatus),
+                   "deferred_imports": deferred}
         sys.stdout.write("\n" + MARKER + json.dumps(payload, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
@@ -94,9 +105,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         sys.stderr.write("usage: python -m kernelfoundry.collect <task_dir> [pytest args...]\n")
         return 4
     task_dir = Path(args[0]).resolve()
+    lazy = os.environ.get("KF_COLLECT_EAGER", "") != "1"
+    if lazy:
+        lazy_imports.install(task_dir=task_dir)
     plugin = CollectPlugin()
     os.chdir(task_dir)  # as the pipeline runs tasks: relative file access works during collection
-    status = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", f"--rootdir={task_dir}",
+    # --assert=plain: nothing is asserted while collecting, and pytest's rewriting importer would otherwise
+    # take task.py away from the TaskSourceFinder.
+    extra = ["--assert=plain"] if lazy else []
+    status = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", f"--rootdir={task_dir}", *extra,
                           str(task_dir / "task.py"), *args[1:]], plugins=[plugin])
     if not plugin.emitted:  # pytest stopped before the session (e.g. conftest.py failed to import)
         plugin.errors.append(f"pytest exited with status {int(status)} before collecting; see stderr")

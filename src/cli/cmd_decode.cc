@@ -26,7 +26,7 @@ int RunDecode(const DecodeOptions& o) {
     throw Error(ErrorKind::kInvalidArgument, "expected a directory or an archive (.zip, .tar.gz, ...)", o.output);
   Task task;
   try {
-    task = Task::Decode(ParseJson(ReadInput(o.input), o.input == "-" ? "<stdin>" : o.input));
+    task = Task::DecodeFromString(ReadInput(o.input), o.input == "-" ? "<stdin>" : o.input);
   } catch (const Error& e) {
     throw Error(e.kind(), e.message(), e.file() == "<task json>" ? o.input : e.file(), e.field());
   }

@@ -24,7 +24,7 @@ int RunEncode(const EncodeOptions& o) {
   if (!o.output.empty() && ClassifyOutput(o.output, nullptr) != OutputKind::kJson)
     throw Error(ErrorKind::kInvalidArgument, "expected a .json output file", o.output);
   LoadedTask loaded = LoadTask(o.task, /*discover_tests=*/true);
-  std::string text = DumpJson(loaded.task.Encode(), o.indent);
+  std::string text = loaded.task.EncodeToString(o.indent);  // == DumpJson(Encode()), written directly
   text.push_back('\n');
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);

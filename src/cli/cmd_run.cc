@@ -2,7 +2,7 @@
 // reference are built and tested (correctness, then performance), the result is scored and stored.
 //
 //   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH|URL]
-//               [--no-store] [--json OUT] [--keep-workdir] [--profile] [-v] [--broker URL]
+//               [--no-store] [--json OUT] [--keep-workdir] [--profile] [--no-verdict-cache] [-v] [--broker URL]
 //
 // TASK is a package directory, an archive or an encoded task (*.json), loaded by kf::LoadTaskForRun (its
 // overrides.yml wins over config.yaml). --candidate FILE holds the new
@@ -16,6 +16,11 @@
 // test_custom_task_<arch>; kf workers or the reference's) instead of running them here (Evaluate with a
 // QueueStageRunner); scoring and storing are the same. Ctrl-C (or SIGTERM) then cancels: the farm's tasks
 // are revoked with terminate and the verdict is "canceled" (exit 1); a second Ctrl-C exits at once (130).
+// Verdict cache (kernelfoundry/verdict_cache.hpp): an evaluation identical to an earlier one (task, candidate,
+// merged config, archs, worker fingerprint, kf build) reuses the earlier verdict — timings included — without
+// building or testing; the output says "cached: verdict of job N from <time>" and the JSON has "cached": true.
+// Only candidate properties are cached (never timeouts, resource limits, noisy timing); --no-verdict-cache
+// (alias --no-cache) always runs; so does --profile (a cached verdict has no new profiler passes).
 // Exit 0 when the candidate is correct (perf_score 5), 1 when the verdict is negative, other codes
 // (exit_codes.hpp) when the input is unusable.
 #include <string.h>  // sigabbrev_np
@@ -53,6 +58,7 @@ struct RunOptions {
   bool keep_workdir = false;
   bool profile = false;
   bool verbose = false;
+  bool no_verdict_cache = false;
   std::string broker;
 };
 
@@ -107,6 +113,7 @@ int RunRun(const RunOptions& o) {
     request.options.runner = farm.get();
     request.options.stop = interrupt->token();
   }
+  request.verdict_cache = !o.no_verdict_cache && !o.profile;
 
   // With --json - stdout carries only the JSON document; the human summary goes to stderr.
   ConsoleReporter console({.progress = stderr, .verdict = o.json == "-" ? stderr : stdout});
@@ -134,6 +141,8 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cmd->add_flag("--keep-workdir", o->keep_workdir, "Keep the kf_build_* / kf_test_* work directories");
   cmd->add_flag("--profile", o->profile,
                 "Run the profiler passes (trace_results) for candidate and reference, whatever eval_config says");
+  cmd->add_flag("--no-verdict-cache,--no-cache", o->no_verdict_cache,
+                "Always build and test: do not reuse the verdict of an identical earlier evaluation");
   cmd->add_flag("-v,--verbose", o->verbose, "Stream every build/test output line to stderr");
   cmd->add_option("--broker", o->broker,
                   "Run the build and tests on a Celery/RabbitMQ farm: amqp://user:password@host:port/vhost");

@@ -60,6 +60,7 @@ void ConsoleReporter::ReportVerdict(const Evaluation& ev, const RecordedRun* rec
     PrintReferenceCheck(ev);
   } else {
     PrintRunVerdict(ev);
+    if (!ev.cached.is_null()) Print(options_.verdict, CachedNote(ev));
     if (recorded != nullptr) {
       Print(options_.verdict, fmt::format("stored: job {}, kernel {} in {}\n", recorded->job_id, recorded->kernel_uuid,
                                           recorded->store));

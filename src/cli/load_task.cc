@@ -56,7 +56,7 @@ std::string ReadInput(const std::string& path) {
 LoadedTask LoadTask(const std::string& arg, bool discover_tests) {
   LoadedTask out;
   if (arg == "-") {
-    out.task = Task::Decode(ParseJson(ReadInput(arg), "<stdin>"));
+    out.task = Task::DecodeFromString(ReadInput(arg), "<stdin>");
     out.from_json = true;
     return out;
   }

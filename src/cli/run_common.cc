@@ -5,6 +5,8 @@
 
 #include "cli/exit_codes.hpp"
 #include "kernelfoundry/store.hpp"
+#include "kernelfoundry/test_discovery.hpp"
+#include "kernelfoundry/verdict_cache.hpp"
 
 namespace kf::cli {
 
@@ -27,12 +29,28 @@ int RunAndReport(const Task& task, RunRequest request, EvaluationReporter& repor
 
   Evaluation ev;
   std::optional<RecordedRun> recorded;
+  // The verdict cache (verdict_cache.hpp): an identical earlier evaluation is reused as it was.
+  std::string cache_key;
+  std::optional<Evaluation> cached;
+  const std::filesystem::path cache_dir = DefaultCacheDir();
+  if (request.verdict_cache && !request.reference_check && request.options.runner == nullptr &&
+      request.options.harness == nullptr) {
+    cache_key = VerdictCacheKey(task, request.candidate, request.options);
+    cached = LookupVerdict(cache_dir, cache_key, task, request.candidate);
+  }
   if (store) {
     RecordOptions record;
     record.validate = request.reference_check;
-    recorded = EvaluateAndRecord(*store, task, request.candidate, request.options, record, &ev);
+    if (cached) {
+      recorded = RecordRun(*store, task, [&](std::stop_token) { return *cached; }, record, &ev);
+    } else {
+      recorded = EvaluateAndRecord(*store, task, request.candidate, request.options, record, &ev);
+    }
   } else {
-    ev = Evaluate(task, request.candidate, request.options);
+    ev = cached ? std::move(*cached) : Evaluate(task, request.candidate, request.options);
+  }
+  if (!cache_key.empty() && !(recorded && recorded->canceled)) {
+    (void)StoreVerdict(cache_dir, cache_key, ev, recorded ? std::optional<int64_t>(recorded->job_id) : std::nullopt);
   }
   reporter.ReportVerdict(ev, recorded ? &*recorded : nullptr);
   if (recorded && recorded->canceled) return kExitVerdictFailed;

@@ -20,6 +20,9 @@ struct RunRequest {
   bool reference_check = false;          ///< kf validate --run: VALIDATING/VALIDATED, pass = reference_only
   bool store = true;                     ///< record the run (--no-store: false)
   std::string db;                        ///< --db; empty = kf::DefaultStoreUrl()
+  /// Reuse / store verdicts in the verdict cache (kernelfoundry/verdict_cache.hpp); --no-verdict-cache: false.
+  /// Never used for a reference check.
+  bool verdict_cache = false;
 };
 
 /// The help text of every verb's --db option (a SQLite path or URL, kf::OpenStore).
@@ -33,7 +36,9 @@ std::string StoreUrlOf(const std::string& db);
 /// Opens the store (before anything runs, so a bad --db fails fast), evaluates `task`, records it, reports
 /// the context, phases and verdict to `reporter`, and returns the exit code: kExitOk when the candidate is
 /// correct (reference check: when the reference passes its own tests), else kExitVerdictFailed (also for
-/// a job canceled from outside). Throws kf::Error for unusable input or an unusable store.
+/// a job canceled from outside). With request.verdict_cache, a verdict cache hit is reported (and recorded as a
+/// new job whose kernels row holds the stored verdict) without building or testing; a fresh cacheable verdict
+/// is stored. Throws kf::Error for unusable input or an unusable store.
 int RunAndReport(const Task& task, RunRequest request, EvaluationReporter& reporter);
 
 }  // namespace kf::cli

@@ -1,5 +1,6 @@
 #include "kernelfoundry/json.hpp"
 
+#include "core/json_writer.hpp"
 #include "kernelfoundry/error.hpp"
 
 namespace kf {
@@ -13,7 +14,12 @@ Json ParseJson(std::string_view text, const std::string& source) {
 }
 
 std::string DumpJson(const Json& value, int indent) {
-  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Same text as value.dump(indent, ' ', false, error_handler_t::replace), written by JsonWriter (strings
+  // copied in runs instead of byte by byte).
+  std::string out;
+  internal::JsonWriter writer(&out, indent);
+  writer.Value(value);
+  return out;
 }
 
 }  // namespace kf

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/codec_impl.hpp"
+#include "core/json_view.hpp"
 #include "kernelfoundry/base64.hpp"
 #include "kernelfoundry/error.hpp"
 
@@ -187,68 +189,7 @@ Json MemoryFileMap::Encode() const {
   return out;
 }
 
-void MemoryFileMap::Decode(const Json& data) {
-  if (!data.is_object()) {
-    throw Error(ErrorKind::kParse, std::string("expected an object {path: entry}, got ") + data.type_name(),
-                "<file map>");
-  }
-  struct Parsed {
-    std::string path;
-    std::string bytes;
-    FileMeta meta;
-    bool set_meta;
-  };
-  // Parse everything first so that a bad entry leaves the map untouched.
-  std::vector<Parsed> parsed;
-  parsed.reserve(data.size());
-  for (auto it = data.begin(); it != data.end(); ++it) {
-    const std::string& path = it.key();
-    const Json& value = it.value();
-    auto decode = [&](const Json& text, const char* field) {
-      try {
-        return Base64Decode(text.get_ref<const std::string&>());
-      } catch (const Error& e) {
-        throw Error(ErrorKind::kParse, e.message(), path, field);
-      }
-    };
-    if (value.is_string()) {  // legacy {path: base64}
-      parsed.push_back({path, decode(value, "content"), FileMeta{kDefaultMode, NowSeconds()}, true});
-      continue;
-    }
-    if (!value.is_object()) {
-      throw Error(ErrorKind::kParse,
-                  std::string("expected a base64 string or {content, mode?, mtime?}, got ") + value.type_name(),
-                  path);
-    }
-    auto content = value.find("content");
-    if (content == value.end() || !content->is_string()) {
-      throw Error(ErrorKind::kParse, "expected a base64 string", path, "content");
-    }
-    Parsed p{path, decode(*content, "content"), FileMeta{}, false};
-    if (auto mode = value.find("mode"); mode != value.end() && !mode->is_null()) {
-      if (!mode->is_number_integer() || mode->get<int64_t>() < 0) {
-        throw Error(ErrorKind::kParse, "expected a non-negative integer permission mode, got " + mode->dump(),
-                    path, "mode");
-      }
-      p.meta.mode = static_cast<uint32_t>(mode->get<int64_t>()) & 0777u;
-      p.set_meta = true;
-    }
-    if (auto mtime = value.find("mtime"); mtime != value.end() && !mtime->is_null()) {
-      if (!mtime->is_number()) {
-        throw Error(ErrorKind::kParse, "expected a number of seconds since the epoch, got " + mtime->dump(), path,
-                    "mtime");
-      }
-      p.meta.mtime = mtime->get<double>();
-      p.set_meta = true;
-    }
-    parsed.push_back(std::move(p));
-  }
-  for (Parsed& p : parsed) {
-    auto [it, inserted] = files_.insert_or_assign(p.path, std::move(p.bytes));
-    if (inserted) order_.push_back(p.path);
-    if (p.set_meta) meta_[p.path] = p.meta;
-  }
-}
+void MemoryFileMap::Decode(const Json& data) { internal::FileMapAccess::Decode(*this, internal::NlohmannView(data)); }
 
 MemoryFileMap MemoryFileMap::FromJson(const Json& data) {
   MemoryFileMap map;

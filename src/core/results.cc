@@ -3,96 +3,19 @@
 
 #include <cstdint>
 
+#include "core/codec_impl.hpp"
+#include "core/json_view.hpp"
 #include "kernelfoundry/error.hpp"
 
 namespace kf {
 namespace {
 
+using internal::NlohmannView;
+
 /// Re-establishes the text invariant: valid UTF-8, no terminal escapes.
-std::string Sanitize(std::string_view bytes) { return StripTerminalEscapes(DecodeUtf8Replace(bytes)); }
-
-[[noreturn]] void Fail(const std::string& where, const std::string& what) {
-  throw Error(ErrorKind::kParse, what, "", where);
-}
-
-std::string Join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
-
-const char* TypeName(const Json& j) { return j.type_name(); }
-
-ProcessResult DecodeProcess(const Json& j, const std::string& where) {
-  if (!j.is_object()) Fail(where, std::string("expected a ProcessResult object, got ") + TypeName(j));
-  static constexpr const char* kKeys[] = {"returncode", "stdout", "stderr", "message", "output_data"};
-  for (const auto& [key, value] : j.items()) {
-    bool known = false;
-    for (const char* k : kKeys) known = known || key == k;
-    if (!known) {
-      Fail(Join(where, key), "unexpected key '" + key +
-                                 "' in ProcessResult (allowed: returncode, stdout, stderr, message, output_data)");
-    }
-  }
-  ProcessResult r;
-  auto rc = j.find("returncode");
-  if (rc == j.end()) Fail(Join(where, "returncode"), "missing required key 'returncode'");
-  if (!rc->is_number_integer()) {
-    Fail(Join(where, "returncode"), std::string("expected an integer, got ") + TypeName(*rc));
-  }
-  const bool in_range = rc->is_number_unsigned() ? rc->get<uint64_t>() <= uint64_t{INT32_MAX}
-                                                 : rc->get<int64_t>() >= INT32_MIN && rc->get<int64_t>() <= INT32_MAX;
-  if (!in_range) Fail(Join(where, "returncode"), "integer out of range for a return code");
-  const int64_t rc_value = rc->get<int64_t>();
-  r.returncode = static_cast<int>(rc_value);
-  for (auto [key, dst] : {std::pair{"stdout", &r.stdout_text}, std::pair{"stderr", &r.stderr_text}}) {
-    auto it = j.find(key);
-    if (it == j.end()) Fail(Join(where, key), std::string("missing required key '") + key + "'");
-    if (!it->is_string()) Fail(Join(where, key), std::string("expected a string, got ") + TypeName(*it));
-    *dst = Sanitize(it->get_ref<const std::string&>());
-  }
-  if (auto it = j.find("message"); it != j.end() && !it->is_null()) {
-    if (!it->is_string()) Fail(Join(where, "message"), std::string("expected a string or null, got ") + TypeName(*it));
-    r.message = Sanitize(it->get_ref<const std::string&>());
-  }
-  if (auto it = j.find("output_data"); it != j.end() && !it->is_null()) r.output_data = *it;
-  return r;
-}
-
-std::optional<ProcessResult> DecodeOptionalProcess(const Json& j, const char* key, const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return DecodeProcess(*it, Join(where, key));
-}
-
-std::optional<Json> OptionalJson(const Json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return *it;
-}
+std::string Sanitize(std::string_view bytes) { return internal::SanitizeText(bytes); }
 
 Json EncodeOptional(const std::optional<ProcessResult>& r) { return r ? r->Encode() : Json(nullptr); }
-
-std::optional<TestResult> DecodeTest(const Json& j, const std::string& where) {
-  if (j.is_null()) return std::nullopt;
-  if (!j.is_object()) Fail(where, std::string("expected a TestResult object or null, got ") + TypeName(j));
-  TestResult t;
-  t.worker_info = OptionalJson(j, "worker_info");
-  t.correctness_result = DecodeOptionalProcess(j, "correctness_result", where);
-  t.performance_result = DecodeOptionalProcess(j, "performance_result", where);
-  if (auto it = j.find("trace_results"); it != j.end() && !it->is_null()) {
-    const std::string tw = Join(where, "trace_results");
-    if (!it->is_object()) Fail(tw, std::string("expected an object, got ") + TypeName(*it));
-    for (const auto& [name, value] : it->items()) t.trace_results.emplace_back(name, DecodeProcess(value, Join(tw, name)));
-  }
-  if (auto it = j.find("results_per_gpu"); it != j.end() && !it->is_null()) {
-    const std::string rw = Join(where, "results_per_gpu");
-    if (!it->is_object()) Fail(rw, std::string("expected an object or null, got ") + TypeName(*it));
-    t.results_per_gpu.emplace();
-    for (const auto& [arch, value] : it->items()) {
-      auto sub = DecodeTest(value, Join(rw, arch));
-      if (!sub) Fail(Join(rw, arch), "expected a TestResult object, got null");
-      t.results_per_gpu->emplace_back(arch, std::move(*sub));
-    }
-  }
-  return t;
-}
 
 }  // namespace
 
@@ -159,7 +82,7 @@ Json ProcessResult::Encode() const {
   return j;
 }
 
-ProcessResult ProcessResult::Decode(const Json& j) { return DecodeProcess(j, "ProcessResult"); }
+ProcessResult ProcessResult::Decode(const Json& j) { return internal::DecodeProcessView(NlohmannView(j), "ProcessResult"); }
 
 // ---- BuildResult ----
 
@@ -171,19 +94,7 @@ Json BuildResult::Encode() const {
   return j;
 }
 
-std::optional<BuildResult> BuildResult::Decode(const Json& j) {
-  if (j.is_null()) return std::nullopt;
-  const std::string where = "BuildResult";
-  if (!j.is_object()) Fail(where, std::string("expected a BuildResult object or null, got ") + TypeName(j));
-  BuildResult b;
-  b.worker_info = OptionalJson(j, "worker_info");
-  b.result = DecodeOptionalProcess(j, "result", where);
-  if (auto it = j.find("artifacts"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) Fail(Join(where, "artifacts"), std::string("expected an object, got ") + TypeName(*it));
-    b.artifacts = MemoryFileMap::FromJson(*it);
-  }
-  return b;
-}
+std::optional<BuildResult> BuildResult::Decode(const Json& j) { return internal::DecodeBuildView(NlohmannView(j)); }
 
 // ---- TestResult ----
 
@@ -229,7 +140,9 @@ Json TestResult::Encode() const {
   return j;
 }
 
-std::optional<TestResult> TestResult::Decode(const Json& j) { return DecodeTest(j, "TestResult"); }
+std::optional<TestResult> TestResult::Decode(const Json& j) {
+  return internal::DecodeTestView(NlohmannView(j), "TestResult");
+}
 
 bool TestResult::operator==(const TestResult& other) const {
   return worker_info == other.worker_info && correctness_result == other.correctness_result &&

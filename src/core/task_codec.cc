@@ -2,63 +2,13 @@
 // form of block updates.
 #include <fmt/format.h>
 
+#include "core/codec_impl.hpp"
+#include "core/json_view.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/task.hpp"
 
 namespace kf {
 namespace {
-
-constexpr const char* kTaskSource = "<task json>";
-
-const Json& Required(const Json& data, const char* key) {
-  auto it = data.find(key);
-  if (it == data.end())
-    throw Error(ErrorKind::kParse, "missing required key of an encoded task", kTaskSource, key);
-  return *it;
-}
-
-bool DecodeBool(const Json& value, const char* key) {
-  if (!value.is_boolean())
-    throw Error(ErrorKind::kParse, fmt::format("expected true or false, got {}", value.type_name()), kTaskSource,
-                key);
-  return value.get<bool>();
-}
-
-std::vector<std::string> DecodeStringList(const Json& value, const char* key) {
-  if (!value.is_array())
-    throw Error(ErrorKind::kParse, fmt::format("expected a list of test ids, got {}", value.type_name()),
-                kTaskSource, key);
-  std::vector<std::string> out;
-  out.reserve(value.size());
-  for (const Json& item : value) {
-    if (!item.is_string())
-      throw Error(ErrorKind::kParse, fmt::format("expected a string test id, got {}", item.type_name()),
-                  kTaskSource, key);
-    out.push_back(item.get<std::string>());
-  }
-  return out;
-}
-
-// Prefixes the field of errors raised by nested decoders with the task key they came from.
-template <typename F>
-auto WithField(const char* key, F&& decode) -> decltype(decode()) {
-  try {
-    return decode();
-  } catch (const Error& e) {
-    if (e.field().rfind(key, 0) == 0) throw;
-    std::string field = e.field().empty() ? std::string(key) : fmt::format("{}.{}", key, e.field());
-    throw Error(e.kind(), e.message(), e.file().empty() ? kTaskSource : e.file(), field);
-  }
-}
-
-// Python truthiness of a JSON value (`if d.get("extract_code_result")`).
-bool Truthy(const Json& v) {
-  if (v.is_null()) return false;
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) return v.get<double>() != 0.0;
-  if (v.is_string() || v.is_array() || v.is_object()) return !v.empty();
-  return true;
-}
 
 Json OptionalEncode(const auto& value) { return value ? value->Encode() : Json(nullptr); }
 
@@ -82,59 +32,7 @@ Json Task::Encode() const {
   return j;
 }
 
-Task Task::Decode(const Json& data) {
-  if (!data.is_object())
-    throw Error(ErrorKind::kParse, fmt::format("an encoded task must be a JSON object, got {}", data.type_name()),
-                kTaskSource);
-  Task task;
-  const Json& files = Required(data, "task_data");
-  task.has_build_step = DecodeBool(Required(data, "has_build_step"), "has_build_step");
-  task.correctness_tests = DecodeStringList(Required(data, "correctness_tests"), "correctness_tests");
-  task.profile_tests = DecodeStringList(Required(data, "profile_tests"), "profile_tests");
-  task.config = Required(data, "config");
-  if (!task.config.is_object())
-    throw Error(ErrorKind::kParse, fmt::format("expected a mapping, got {}", task.config.type_name()),
-                kTaskSource, "config");
-  const Json& blocks = Required(data, "blocks");
-
-  if (!files.is_object())
-    throw Error(ErrorKind::kParse, fmt::format("expected a mapping path -> file, got {}", files.type_name()),
-                kTaskSource, "task_data");
-  for (const auto& item : files.items()) {  // an encoded task must never name a path outside its tree
-    std::string normal;
-    try {
-      normal = NormalizeMemberPath(item.key(), kTaskSource);
-    } catch (const Error& e) {
-      throw Error(ErrorKind::kUnsafe, e.message(), kTaskSource, "task_data." + item.key());
-    }
-    if (normal != item.key() || normal.empty())
-      throw Error(ErrorKind::kUnsafe, "file paths must be normalised relative paths (no '.', '..', '//', '/')",
-                  kTaskSource, "task_data." + item.key());
-  }
-  task.task_data = WithField("task_data", [&] { return MemoryFileMap::FromJson(files); });
-  task.blocks = WithField("blocks", [&] { return BlocksFromJson(blocks, kTaskSource); });
-
-  task.has_reference_build_step = false;  // the reference's decode default (B13: create defaults to true)
-  if (auto it = data.find("has_reference_build_step"); it != data.end() && !it->is_null())
-    task.has_reference_build_step = DecodeBool(*it, "has_reference_build_step");
-  if (auto it = data.find("extract_code_result"); it != data.end() && Truthy(*it))
-    task.extract_code_result = WithField("extract_code_result", [&] { return ProcessResult::Decode(*it); });
-  if (auto it = data.find("build_result"); it != data.end())
-    task.build_result = WithField("build_result", [&] { return BuildResult::Decode(*it); });
-  if (auto it = data.find("build_result_reference"); it != data.end())
-    task.build_result_reference = WithField("build_result_reference", [&] { return BuildResult::Decode(*it); });
-  if (auto it = data.find("test_result"); it != data.end())
-    task.test_result = WithField("test_result", [&] { return TestResult::Decode(*it); });
-  if (auto it = data.find("test_result_reference"); it != data.end())
-    task.test_result_reference = WithField("test_result_reference", [&] { return TestResult::Decode(*it); });
-  if (auto it = data.find("hyperparameters"); it != data.end()) {
-    if (!it->is_null() && !it->is_object())
-      throw Error(ErrorKind::kParse, fmt::format("expected a mapping or null, got {}", it->type_name()),
-                  kTaskSource, "hyperparameters");
-    task.hyperparameters = *it;
-  }
-  return task;
-}
+Task Task::Decode(const Json& data) { return internal::DecodeTaskView(internal::NlohmannView(data)); }
 
 Json Task::ToDatabaseTask() const {
   if (!config.is_object() || !config.contains("task_name"))

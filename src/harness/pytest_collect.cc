@@ -114,11 +114,10 @@ TestLists ParseCollectOutput(const std::string& stdout_text, const std::string& 
   return lists;
 }
 
-TestLists CollectPytestTests(const std::filesystem::path& task_dir, const PytestCollectOptions& options) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(task_dir / kTaskFile, ec))
-    throw Error(ErrorKind::kInvalidArgument, "task.py is missing at the top level of the task package; it holds the tests",
-                kTaskFile);
+namespace {
+
+// One run of the collector; `eager` turns off its deferred imports (KF_COLLECT_EAGER=1).
+ProcessRun RunCollector(const std::filesystem::path& task_dir, const PytestCollectOptions& options, bool eager) {
   ProcessOptions p;
   p.argv = {options.python.string(), "-m", "kernelfoundry.collect", task_dir.string()};
   p.cwd = task_dir;
@@ -126,7 +125,28 @@ TestLists CollectPytestTests(const std::filesystem::path& task_dir, const Pytest
   p.env_add["PYTHONDONTWRITEBYTECODE"] = "1";  // never write __pycache__ into our source tree
   p.wall_timeout = options.timeout;
   p.output_cap_bytes = 16u << 20;
-  ProcessRun run = RunProcess(p);
+  if (eager) p.env_add["KF_COLLECT_EAGER"] = "1";
+  return RunProcess(p);
+}
+
+}  // namespace
+
+TestLists CollectPytestTests(const std::filesystem::path& task_dir, const PytestCollectOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(task_dir / kTaskFile, ec))
+    throw Error(ErrorKind::kInvalidArgument, "task.py is missing at the top level of the task package; it holds the tests",
+                kTaskFile);
+  // One collection gives both lists. It defers heavy imports (torch, numpy) until collection uses them
+  // (python/kernelfoundry/lazy_imports.py); when that run reports a collection failure, the task is
+  // collected once more with plain imports, and that run's result and error text are the answer.
+  ProcessRun run = RunCollector(task_dir, options, options.eager);
+  if (run.reason == TerminationReason::kExited && !options.eager) {
+    try {
+      (void)ParseCollectOutput(run.result.stdout_text, run.result.stderr_text);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kInvalidArgument) run = RunCollector(task_dir, options, /*eager=*/true);
+    }
+  }
   if (run.reason == TerminationReason::kSpawnFailed)
     throw Error(ErrorKind::kIO,
                 fmt::format("cannot start {}: {}", options.python.string(), run.result.message.value_or("spawn failed")),

@@ -164,7 +164,7 @@ std::string ToolchainFingerprint(std::string_view harness) {
   Json j = Json::object();
   j["kf_version"] = KF_VERSION;
   j["kf_content"] = KfContentDigest();
-  const Json& info = GetWorkerInfo();
+  const Json& info = GetWorkerInfo(harness);  // a native build never starts Python for it
   for (const char* k : {"nvcc_version", "icpx_version", "ocl_driver_version", "torch_version", "python_version",
                         "gxx_version", "clang_version", "cpu_info"}) {
     j["worker"][k] = info.is_object() && info.contains(k) ? info[k] : Json(nullptr);

@@ -152,7 +152,7 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
   const Phase phase = target == BuildTarget::kCandidate ? Phase::kBuildCandidate : Phase::kBuildReference;
   const HarnessLimits limits = HarnessLimits::FromConfig(task.config);
   auto emit = [&](BuildRun run) {
-    run.result.worker_info = GetWorkerInfo();
+    run.result.worker_info = GetWorkerInfo(harness.Name());
     if (options.progress) {
       std::string note;
       if (!run.result.Ok()) note = run.result.result && run.result.result->message ? *run.result.result->message : "";

@@ -318,7 +318,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
       TestRequest req = request(variants[i]);
       run.result.trace_results = ProfileVariant(harness, task, req, run, options, slots, &run.profile_s);
     }
-    for (auto& [key, run] : runs) run.result.worker_info = GetWorkerInfo();
+    for (auto& [key, run] : runs) run.result.worker_info = GetWorkerInfo(harness.Name());
     out.per_arch.emplace_back(arch, std::move(runs));
   }
   for (const TestVariant& variant : variants) {

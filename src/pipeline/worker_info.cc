@@ -1,5 +1,7 @@
 // worker_info (reference spec §4.13): machine facts and tool versions, gathered once per process. Version
-// probes run in parallel under kf::RunProcess with short timeouts; an absent tool gives "".
+// probes run in parallel under kf::RunProcess with short timeouts; an absent tool gives "". Two parts, each
+// cached on its own: the machine (compilers, GPU, CPU, memory, host) and Python (python3 --version, torch's
+// package metadata), the latter only for harnesses that run Python.
 #include "kernelfoundry/worker_info.hpp"
 
 #include <unistd.h>
@@ -112,63 +114,123 @@ std::string ParseToolVersion(const std::string& text) {
   return "";
 }
 
-Json GatherWorkerInfo() {
+namespace {
+
+/// The facts of the machine and its compilers (no Python), in the order of the keys they fill.
+struct MachineFacts {
+  std::string nvcc, icpx, gxx, clang, gpu_name, caps, cpu, host;
+  int64_t mem_kb = 0;
+};
+
+/// The Python facts: `python3 --version` and torch's package metadata (importing torch would take seconds).
+struct PythonFacts {
+  std::string python, torch;
+};
+
+MachineFacts GatherMachine() {
   auto async = [](auto fn) { return std::async(std::launch::async, fn); };
   auto nvcc = async([] { return ParseToolVersion(Probe({"nvcc", "--version"})); });
   auto icpx = async([] { return ParseToolVersion(Probe({"icpx", "--version"})); });
   auto gxx = async([] { return ParseToolVersion(Probe({"g++", "--version"})); });
   auto clang = async([] { return ParseToolVersion(Probe({"clang", "--version"})); });
-  auto python = async([] { return ParseToolVersion(Probe({TaskPython(), "--version"})); });
-  // Package metadata only: importing torch itself would take seconds.
-  auto torch = async([] {
-    const char* script = "import importlib.metadata as m\ntry:\n print(m.version('torch'))\nexcept Exception:\n pass";
-    return Trim(Probe({TaskPython(), "-c", script}));
-  });
   auto gpu = async([] {
     return Probe({"nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"});
   });
-
-  std::string gpu_name, caps;
-  {
-    std::stringstream ss(gpu.get());
-    std::string line;
-    while (std::getline(ss, line)) {
-      line = Trim(line);
-      if (line.empty()) continue;
-      size_t comma = line.rfind(',');
-      std::string name = Trim(comma == std::string::npos ? line : line.substr(0, comma));
-      std::string cap = comma == std::string::npos ? "" : Trim(line.substr(comma + 1));
-      if (gpu_name.empty()) gpu_name = name;
-      if (!cap.empty()) caps += (caps.empty() ? "" : " ") + cap;
-    }
+  MachineFacts m;
+  std::stringstream ss(gpu.get());
+  std::string line;
+  while (std::getline(ss, line)) {
+    line = Trim(line);
+    if (line.empty()) continue;
+    size_t comma = line.rfind(',');
+    std::string name = Trim(comma == std::string::npos ? line : line.substr(0, comma));
+    std::string cap = comma == std::string::npos ? "" : Trim(line.substr(comma + 1));
+    if (m.gpu_name.empty()) m.gpu_name = name;
+    if (!cap.empty()) m.caps += (m.caps.empty() ? "" : " ") + cap;
   }
+  m.nvcc = nvcc.get();
+  m.icpx = icpx.get();
+  m.gxx = gxx.get();
+  m.clang = clang.get();
+  m.cpu = CpuModel();
+  m.mem_kb = MemTotalKb();
+  m.host = HostName();
+  return m;
+}
 
+PythonFacts GatherPython() {
+  auto python = std::async(std::launch::async, [] { return ParseToolVersion(Probe({TaskPython(), "--version"})); });
+  const char* script = "import importlib.metadata as m\ntry:\n print(m.version('torch'))\nexcept Exception:\n pass";
+  PythonFacts p;
+  p.torch = Trim(Probe({TaskPython(), "-c", script}));
+  p.python = python.get();
+  return p;
+}
+
+/// The reference's 13 keys in its order, then ours.
+Json Assemble(const MachineFacts& m, const PythonFacts& p) {
   Json info = Json::object();
-  info["nvcc_version"] = nvcc.get();
-  info["icpx_version"] = icpx.get();
+  info["nvcc_version"] = m.nvcc;
+  info["icpx_version"] = m.icpx;
   info["ocl_driver_version"] = "";
   info["neo_revision"] = "";
   info["igc_revision"] = "";
-  info["cpu_info"] = CpuModel();
-  info["total_system_memory_kb"] = MemTotalKb();
+  info["cpu_info"] = m.cpu;
+  info["total_system_memory_kb"] = m.mem_kb;
   info["device_id"] = "";
-  info["gpu_name"] = gpu_name;
-  info["nvidia_compute_capabilities"] = caps;
+  info["gpu_name"] = m.gpu_name;
+  info["nvidia_compute_capabilities"] = m.caps;
   info["git_commit_hash"] = "";
-  info["torch_version"] = torch.get();
-  info["hostname"] = HostName();
-  info["gxx_version"] = gxx.get();
-  info["clang_version"] = clang.get();
-  info["python_version"] = python.get();
+  info["torch_version"] = p.torch;
+  info["hostname"] = m.host;
+  info["gxx_version"] = m.gxx;
+  info["clang_version"] = m.clang;
+  info["python_version"] = p.python;
   info["kf_version"] = KF_VERSION;
   return info;
 }
 
-const Json& GetWorkerInfo() {
+const MachineFacts& CachedMachine() {
+  static std::once_flag once;
+  static MachineFacts facts;
+  std::call_once(once, [] { facts = GatherMachine(); });
+  return facts;
+}
+
+const PythonFacts& CachedPython() {
+  static std::once_flag once;
+  static PythonFacts facts;
+  std::call_once(once, [] { facts = GatherPython(); });
+  return facts;
+}
+
+}  // namespace
+
+bool WorkerInfoNeedsPython(std::string_view harness_kind) { return harness_kind != "native"; }
+
+Json GatherWorkerInfo() {
+  auto python = std::async(std::launch::async, GatherPython);
+  MachineFacts machine = GatherMachine();
+  return Assemble(machine, python.get());
+}
+
+const Json& GetWorkerInfo(std::string_view harness_kind) {
+  if (!WorkerInfoNeedsPython(harness_kind)) {
+    static std::once_flag once;
+    static Json info;
+    std::call_once(once, [] { info = Assemble(CachedMachine(), PythonFacts{}); });
+    return info;
+  }
   static std::once_flag once;
   static Json info;
-  std::call_once(once, [] { info = GatherWorkerInfo(); });
+  std::call_once(once, [] {
+    auto python = std::async(std::launch::async, CachedPython);  // in parallel with the machine probes
+    const MachineFacts& machine = CachedMachine();
+    info = Assemble(machine, python.get());
+  });
   return info;
 }
+
+const Json& GetWorkerInfo() { return GetWorkerInfo("pytest"); }
 
 }  // namespace kf

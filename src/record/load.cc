@@ -47,7 +47,7 @@ std::string ReadWholeFile(const std::string& path) {
 TaskForRun LoadTaskSource(const std::string& path_or_json, const LoadForRunOptions& options) {
   TaskForRun out;
   if (IsJsonText(path_or_json)) {
-    out.task = Task::Decode(ParseJson(path_or_json, options.json_source));
+    out.task = Task::DecodeFromString(path_or_json, options.json_source);
     out.from_json = true;
     return out;
   }
@@ -56,7 +56,7 @@ TaskForRun LoadTaskSource(const std::string& path_or_json, const LoadForRunOptio
     std::error_code ec;
     if (EndsWith(arg, ".json") && !std::filesystem::is_directory(arg, ec)) {
       if (!std::filesystem::exists(arg, ec)) throw Error(ErrorKind::kNotFound, "no such file", arg);
-      out.task = Task::Decode(ParseJson(ReadWholeFile(arg), arg));
+      out.task = Task::DecodeFromString(ReadWholeFile(arg), arg);
       out.from_json = true;
       return out;
     }

@@ -42,6 +42,14 @@ std::string NewUuid4() {
          hex.substr(20);
 }
 
+std::string CachedNote(const Evaluation& ev) {
+  if (ev.cached.is_null()) return "";
+  const Json& job = ev.cached.contains("job_id") ? ev.cached["job_id"] : Json(nullptr);
+  const Json& at = ev.cached.contains("created_at") ? ev.cached["created_at"] : Json(nullptr);
+  return "cached: verdict of " + (job.is_number_integer() ? "job " + std::to_string(job.get<int64_t>()) : std::string("an unrecorded run")) +
+         " from " + (at.is_string() ? at.get<std::string>() : std::string("?")) + "\n";
+}
+
 Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string& task_id,
                std::optional<int64_t> job_id) {
   const EvalResult& r = ev.result;
@@ -61,7 +69,7 @@ Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string&
   row["improve_over_compile"] = r.improve_over_compile;
   row["score"] = r.perf_score;
   row["eval_log"] = std::string(kStatusPrefix) + std::string(EvalStatusName(r.status)) +
-                    (r.status_detail.empty() ? "" : " (" + r.status_detail + ")") + "\n" + r.eval_log;
+                    (r.status_detail.empty() ? "" : " (" + r.status_detail + ")") + "\n" + CachedNote(ev) + r.eval_log;
   ProfilerDataColumns prof = SplitProfilerData(r.profiler_data);
   row["profiler_data"] = prof.profiler_data;
   row["profiler_data_reference"] = prof.profiler_data_reference;
@@ -135,6 +143,8 @@ Json EvaluationDocument(const Evaluation& ev, const RecordedRun* recorded) {
     j["kernel_uuid"] = recorded->kernel_uuid;
     if (recorded->canceled) j["canceled"] = true;
   }
+  j["cached"] = !ev.cached.is_null();
+  if (!ev.cached.is_null()) j["cached_from"] = ev.cached;
   Json kept = Json::array();
   for (const auto& d : ev.kept_dirs) kept.push_back(d.string());
   j["work_dirs"] = std::move(kept);

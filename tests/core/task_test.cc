@@ -3,6 +3,8 @@
 // "git_substring_in_task_path"). Test discovery runs the real pytest collector (see task_fixtures.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"  // HarnessTaskKinds: the pytest/native structure checks
@@ -243,6 +245,42 @@ TEST(Discovery, SecondCreateIsAnsweredFromTheCacheWithoutPython) {
   EXPECT_FALSE(hit);
   EXPECT_EQ(again, cold);
   EXPECT_TRUE(Json::accept(ReadFile(entry)));
+}
+
+// Item 6 of issue 15: the correctness and the profile tests come from ONE collection (the reference runs
+// pytest twice). Counted with an interpreter shim that logs each start; a task.py that fails to import is
+// collected a second time with plain imports (its error text is that of a normal import).
+TEST(Discovery, OneCollectionGivesBothListsAndAFailureIsCollectedAgainWithPlainImports) {
+  TempDir tmp, cache;
+  const std::filesystem::path log = tmp.path() / "python_starts.log";
+  const std::filesystem::path shim = tmp.path() / "python_shim.sh";
+  WriteFile(shim, "#!/bin/sh\necho \"KF_COLLECT_EAGER=$KF_COLLECT_EAGER $*\" >> '" + log.string() +
+                      "'\nexec /usr/bin/python3 \"$@\"\n");
+  std::filesystem::permissions(shim, std::filesystem::perms::owner_all);
+  PytestCollectOptions collect;
+  collect.python = shim;
+  TaskCreateOptions options;
+  options.collector = PytestCollector(collect);
+  options.cache_dir = cache.path();
+  auto [task, metadata] = Task::Create(CopyFixture("relu_cpu", tmp.path()), options);
+  EXPECT_EQ(Json(task.correctness_tests), Golden("relu_cpu")["correctness_tests"]);
+  EXPECT_EQ(Json(task.profile_tests), Golden("relu_cpu")["profile_tests"]);
+  const std::string starts = ReadFile(log);
+  EXPECT_EQ(std::count(starts.begin(), starts.end(), '\n'), 1) << starts;
+  EXPECT_NE(starts.find("KF_COLLECT_EAGER= -m kernelfoundry.collect"), std::string::npos) << starts;
+
+  std::filesystem::remove(log);
+  auto broken = CopyFixture("multi_block", tmp.path() / "b");
+  WriteFile(broken / "task.py", "import torch\nimport kf_no_such_module_xyz\n");
+  try {
+    Task::Create(broken, options);
+    ADD_FAILURE() << "created a task whose task.py does not import";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("kf_no_such_module_xyz"), std::string::npos) << e.what();
+  }
+  const std::string retried = ReadFile(log);
+  EXPECT_EQ(std::count(retried.begin(), retried.end(), '\n'), 2) << retried;
+  EXPECT_NE(retried.find("KF_COLLECT_EAGER=1 -m kernelfoundry.collect"), std::string::npos) << retried;
 }
 
 TEST(Discovery, WithoutCollectorIsAClearError) {

@@ -100,5 +100,25 @@ TEST(WorkerInfo, HasReferenceKeysAndIsCached) {
   EXPECT_FALSE(info["torch_version"].get<std::string>().empty());
 }
 
+// A native evaluation's worker_info: the same keys in the same order, the machine facts of the pytest one,
+// "" for the Python facts (no Python process is started for them; tests/cli/native_no_python_test.cc checks
+// a whole `kf run`). Cached per kind.
+TEST(WorkerInfo, NativeKindHasNoPythonFactsAndTheSameKeys) {
+  EXPECT_FALSE(WorkerInfoNeedsPython("native"));
+  EXPECT_TRUE(WorkerInfoNeedsPython("pytest"));
+  const Json& native = GetWorkerInfo("native");
+  const Json& pytest = GetWorkerInfo("pytest");
+  EXPECT_EQ(&GetWorkerInfo("native"), &native);
+  EXPECT_EQ(&GetWorkerInfo(), &pytest);
+  std::vector<std::string> native_keys, pytest_keys;
+  for (const auto& [k, v] : native.items()) native_keys.push_back(k);
+  for (const auto& [k, v] : pytest.items()) pytest_keys.push_back(k);
+  EXPECT_EQ(native_keys, pytest_keys);
+  EXPECT_EQ(native["python_version"], "");
+  EXPECT_EQ(native["torch_version"], "");
+  for (const char* k : {"gxx_version", "clang_version", "cpu_info", "hostname", "total_system_memory_kb", "kf_version"})
+    EXPECT_EQ(native[k], pytest[k]) << k;
+}
+
 }  // namespace
 }  // namespace kf

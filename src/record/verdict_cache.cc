@@ -1,0 +1,231 @@
+// The verdict cache (see kernelfoundry/verdict_cache.hpp).
+#include "kernelfoundry/verdict_cache.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "core/sha256.hpp"
+#include "kernelfoundry/blocks.hpp"
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/worker_info.hpp"
+
+namespace kf {
+namespace {
+
+constexpr int kEntryVersion = 1;
+
+std::string EvolveCodeOf(const Task& task) {
+  auto it = task.blocks.find("EVOLVE");
+  return it == task.blocks.end() ? std::string() : BlocksToStr(it->second);
+}
+
+// The task evaluated for `candidate` (Evaluate's first step), results cleared.
+Task CandidateTask(const Task& task, const std::optional<BlockUpdate>& candidate) {
+  Task t = candidate ? task.WithBlocks(*candidate, /*keep_test_result_reference=*/false) : task;
+  if (!candidate) {
+    t.extract_code_result.reset();
+    t.build_result.reset();
+    t.build_result_reference.reset();
+    t.test_result.reset();
+    t.test_result_reference.reset();
+  }
+  return t;
+}
+
+// The file holding this code (kf, or the Python module's shared object) with its size and mtime.
+Json BuildIdentity() {
+  std::string file = "/proc/self/exe";
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&BuildIdentity), &info) != 0 && info.dli_fname != nullptr &&
+      std::string_view(info.dli_fname).find(".so") != std::string_view::npos) {
+    file = info.dli_fname;
+  }
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::canonical(file, ec);
+  struct stat st {};
+  if (ec || ::stat(path.c_str(), &st) != 0) return Json{{"file", file}};
+  return Json{{"file", path.string()},
+              {"size", static_cast<int64_t>(st.st_size)},
+              {"mtime_ns", static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec}};
+}
+
+std::string UtcNow() {
+  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::filesystem::path EntryPath(const std::filesystem::path& cache_dir, const std::string& key) {
+  return cache_dir / "verdicts" / (key + ".json");
+}
+
+double NumberOr(const Json& j, const char* key, double fallback) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+}  // namespace
+
+bool IsCacheableStatus(EvalStatus status) {
+  switch (status) {
+    case EvalStatus::kCorrect:
+    case EvalStatus::kNoReference:
+    case EvalStatus::kNoMeasurement:
+    case EvalStatus::kValueMismatch:
+    case EvalStatus::kOutputChangedUnderTiming:
+    case EvalStatus::kShapeMismatch:
+    case EvalStatus::kTestsFailed:
+    case EvalStatus::kInputMutated:
+    case EvalStatus::kBuildError:
+    case EvalStatus::kExtractionFailed:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Json WorkerFingerprint(std::string_view harness_kind) {
+  Json fp = GetWorkerInfo(harness_kind);
+  fp["kf_build"] = BuildIdentity();
+  return fp;
+}
+
+std::string VerdictCacheKey(const Task& task, const std::optional<BlockUpdate>& candidate,
+                            const EvaluateOptions& options) {
+  const Task t = CandidateTask(task, candidate);
+  Json key = Json::object();
+  key["version"] = kEntryVersion;
+  key["task_hash_id"] = t.HashId();
+  key["extract_ok"] = !(t.extract_code_result && t.extract_code_result->returncode != 0);
+  key["config"] = t.config;
+  key["hyperparameters"] = t.hyperparameters;
+  key["has_build_step"] = t.has_build_step;
+  key["has_reference_build_step"] = t.has_reference_build_step;
+  key["archs"] = ResolveGpuArchs(t, options);
+  key["test_candidate"] = options.test_candidate;
+  key["test_reference"] = options.test_reference;
+  key["worker"] = WorkerFingerprint(HarnessDescriptorFor(t.config).kind.name);
+  return internal::Sha256Hex(DumpJson(key));
+}
+
+EvalResult EvalResultFromJson(const Json& j) {
+  if (!j.is_object()) throw Error(ErrorKind::kParse, "an EvalResult must be a JSON object", "<verdict cache>");
+  EvalResult r;
+  try {
+    r.compiled = j.at("compiled").get<bool>();
+    r.correctness = j.at("correctness").get<bool>();
+    r.metadata = j.at("metadata");
+    r.runtime = j.at("runtime").get<double>();
+    r.runtime_stats = j.at("runtime_stats");
+    r.runtime_improvement = j.at("runtime_improvement").get<double>();
+    r.improve_over_compile = j.at("improve_over_compile").get<double>();
+    r.perf_score = j.at("perf_score").get<int>();
+    r.profiler_data = j.at("profiler_data");
+    r.template_results = j.at("template_results");
+    r.eval_log = j.at("eval_log").get<std::string>();
+    std::optional<EvalStatus> status = EvalStatusFromName(j.at("status").get<std::string>());
+    if (!status) throw Error(ErrorKind::kParse, "unknown status", "<verdict cache>", "status");
+    r.status = *status;
+    r.status_detail = j.at("status_detail").get<std::string>();
+    for (const Json& b : j.at("benchmarks")) {
+      BenchmarkRow row;
+      row.arch = b.at("arch").get<std::string>();
+      row.name = b.at("name").get<std::string>();
+      row.reference_mean_ms = NumberOr(b, "reference_mean_ms", -1);
+      row.candidate_mean_ms = NumberOr(b, "candidate_mean_ms", -1);
+      row.speedup = NumberOr(b, "speedup", -1);
+      row.num_trials = b.at("num_trials").get<int>();
+      row.paired = b.at("paired").get<bool>();
+      const Json& ci = b.at("speedup_ci");
+      if (ci.is_array() && ci.size() == 2) {
+        row.speedup_ci_low = ci[0].is_number() ? ci[0].get<double>() : -1;
+        row.speedup_ci_high = ci[1].is_number() ? ci[1].get<double>() : -1;
+      }
+      r.benchmarks.push_back(std::move(row));
+    }
+    r.timing = j.contains("timing") ? j["timing"] : Json::object();
+  } catch (const Json::exception& e) {
+    throw Error(ErrorKind::kParse, std::string("malformed EvalResult: ") + e.what(), "<verdict cache>");
+  }
+  return r;
+}
+
+std::optional<Evaluation> LookupVerdict(const std::filesystem::path& cache_dir, const std::string& key,
+                                        const Task& task, const std::optional<BlockUpdate>& candidate) {
+  std::ifstream in(EntryPath(cache_dir, key), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  try {
+    const Json entry = ParseJson(ss.str(), "<verdict cache>");
+    if (!entry.is_object() || entry.value("version", 0) != kEntryVersion || entry.value("key", "") != key)
+      return std::nullopt;
+    Evaluation ev;
+    ev.input_code = EvolveCodeOf(task);
+    ev.task = CandidateTask(task, candidate);
+    ev.output_code = EvolveCodeOf(ev.task);
+    ev.archs = entry.at("archs").get<std::vector<std::string>>();
+    ev.result = EvalResultFromJson(entry.at("result"));
+    ev.combined_score = entry.at("combined_score").get<double>();
+    ev.task.build_result = BuildResult::Decode(entry.at("build_result"));
+    ev.task.build_result_reference = BuildResult::Decode(entry.at("build_result_reference"));
+    ev.task.test_result = TestResult::Decode(entry.at("test_result"));
+    ev.task.test_result_reference = TestResult::Decode(entry.at("test_result_reference"));
+    ev.cached = Json{{"key", key}, {"job_id", entry.at("job_id")}, {"created_at", entry.at("created_at")}};
+    return ev;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a malformed entry is a miss; the fresh run overwrites it
+  }
+}
+
+bool StoreVerdict(const std::filesystem::path& cache_dir, const std::string& key, const Evaluation& ev,
+                  std::optional<int64_t> job_id) {
+  if (!ev.cached.is_null() || !IsCacheableStatus(ev.result.status)) return false;
+  try {
+    auto encode = [](const auto& value) { return value ? value->Encode() : Json(nullptr); };
+    Json entry = Json::object();
+    entry["version"] = kEntryVersion;
+    entry["key"] = key;
+    entry["created_at"] = UtcNow();
+    entry["job_id"] = job_id ? Json(*job_id) : Json(nullptr);
+    entry["archs"] = ev.archs;
+    entry["combined_score"] = ev.combined_score;
+    entry["result"] = ev.result.ToJson();
+    entry["build_result"] = encode(ev.task.build_result);
+    entry["build_result_reference"] = encode(ev.task.build_result_reference);
+    entry["test_result"] = encode(ev.task.test_result);
+    entry["test_result_reference"] = encode(ev.task.test_result_reference);
+    const std::filesystem::path path = EntryPath(cache_dir, key);
+    std::filesystem::create_directories(path.parent_path());
+    std::random_device rd;
+    const std::filesystem::path tmp = path.string() + fmt::format(".tmp.{:08x}{:08x}", rd(), rd());
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << DumpJson(entry);
+      out.close();
+      if (!out) {
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        return false;
+      }
+    }
+    std::filesystem::rename(tmp, path);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace kf

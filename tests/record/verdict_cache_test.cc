@@ -1,0 +1,188 @@
+// The verdict cache (kernelfoundry/verdict_cache.hpp): which statuses are stored, the EvalResult round trip,
+// malformed entries, and `kf run` end to end on a small pure-Python task: the second identical run reuses the
+// first run's verdict (no build, no test: "cached": true, the first job named, a new job recorded),
+// --no-verdict-cache runs again, a changed candidate misses.
+#include <gtest/gtest.h>
+
+#include "kernelfoundry/record.hpp"
+#include "kernelfoundry/store.hpp"
+#include "kernelfoundry/verdict_cache.hpp"
+#include "test_util.hpp"
+
+namespace kf {
+namespace {
+
+using testing::RunShell;
+using testing::TempDir;
+using testing::WriteFile;
+
+TEST(VerdictCache, OnlyCandidatePropertiesAreCacheable) {
+  for (EvalStatus s : {EvalStatus::kCorrect, EvalStatus::kValueMismatch, EvalStatus::kBuildError,
+                       EvalStatus::kTestsFailed, EvalStatus::kExtractionFailed, EvalStatus::kShapeMismatch}) {
+    EXPECT_TRUE(IsCacheableStatus(s)) << EvalStatusName(s);
+  }
+  // Environment failures and timing that must be measured again.
+  for (EvalStatus s : {EvalStatus::kNoisy, EvalStatus::kSuspicious, EvalStatus::kTestTimeout,
+                       EvalStatus::kBuildTimeout, EvalStatus::kResourceLimit, EvalStatus::kCrash,
+                       EvalStatus::kInfrastructureError, EvalStatus::kCanceled, EvalStatus::kTestError,
+                       EvalStatus::kReferenceOnly, EvalStatus::kReferenceFailed, EvalStatus::kEvaluationError}) {
+    EXPECT_FALSE(IsCacheableStatus(s)) << EvalStatusName(s);
+  }
+}
+
+TEST(VerdictCache, EvalResultRoundTripsThroughJson) {
+  EvalResult r;
+  r.compiled = true;
+  r.correctness = true;
+  r.metadata = Json{{"eval_worker_info", Json{{"hostname", "h"}}}};
+  r.runtime = 1.25;
+  r.runtime_stats = Json{{"t::bench", Json{{"mean", 1.25}}}};
+  r.runtime_improvement = 1.5;
+  r.improve_over_compile = -1;
+  r.perf_score = 5;
+  r.eval_log = "log\n";
+  r.status = EvalStatus::kCorrect;
+  r.status_detail = "detail";
+  r.benchmarks.push_back({"", "t::bench", 1.875, 1.25, 1.5, 30, true, 1.4, 1.6});
+  r.benchmarks.push_back({"cpu", "t::other", 2, -1, -1, 0, false, -1, -1});
+  r.timing = Json{{"records", Json::array({1, 2})}};
+  const EvalResult back = EvalResultFromJson(r.ToJson());
+  EXPECT_EQ(back.ToJson(), r.ToJson());
+  EXPECT_EQ(back.benchmarks.at(0).speedup_ci_low, 1.4);
+  EXPECT_EQ(back.benchmarks.at(1).speedup_ci_high, -1);
+  EXPECT_EQ(back.status, EvalStatus::kCorrect);
+  Json bad = r.ToJson();
+  bad["status"] = "no_such_status";
+  testing::ExpectError(ErrorKind::kParse, [&] { (void)EvalResultFromJson(bad); });
+  bad.erase("perf_score");
+  testing::ExpectError(ErrorKind::kParse, [&] { (void)EvalResultFromJson(bad); });
+}
+
+TEST(VerdictCache, StoresOnlyCacheableVerdictsAndTreatsMalformedEntriesAsMisses) {
+  TempDir tmp;
+  Task task;
+  Evaluation ev;
+  ev.archs = {"cpu"};
+  ev.result.status = EvalStatus::kNoisy;
+  EXPECT_FALSE(StoreVerdict(tmp.path(), "k1", ev, 7));
+  EXPECT_FALSE(LookupVerdict(tmp.path(), "k1", task, std::nullopt));
+  ev.result.status = EvalStatus::kValueMismatch;
+  ev.result.perf_score = 4;
+  ev.combined_score = 0.5;
+  ASSERT_TRUE(StoreVerdict(tmp.path(), "k1", ev, 7));
+  std::optional<Evaluation> hit = LookupVerdict(tmp.path(), "k1", task, std::nullopt);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->result.status, EvalStatus::kValueMismatch);
+  EXPECT_EQ(hit->combined_score, 0.5);
+  EXPECT_EQ(hit->archs, std::vector<std::string>{"cpu"});
+  EXPECT_EQ(hit->cached["job_id"], 7);
+  EXPECT_EQ(hit->cached["key"], "k1");
+  EXPECT_EQ(CachedNote(*hit).rfind("cached: verdict of job 7 from 20", 0), 0u) << CachedNote(*hit);
+  EXPECT_FALSE(StoreVerdict(tmp.path(), "k2", *hit, 8)) << "a reused verdict is not stored again";
+  // Only the entry itself in the directory (no temp files left).
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path() / "verdicts")) {
+    EXPECT_EQ(e.path().filename(), "k1.json");
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+  WriteFile(tmp.path() / "verdicts" / "k1.json", "{\"version\": 1, \"key\": \"k1\", \"result\": ");
+  EXPECT_FALSE(LookupVerdict(tmp.path(), "k1", task, std::nullopt));
+  WriteFile(tmp.path() / "verdicts" / "k3.json", testing::ReadFile(tmp.path() / "verdicts" / "k1.json"));
+  EXPECT_FALSE(LookupVerdict(tmp.path(), "k3", task, std::nullopt)) << "an entry must name its own key";
+}
+
+const char* kTaskPy = R"PY(import pytest
+
+from kernelfoundry import TestBase
+
+import kernel
+
+
+def reference_scale(xs, factor=2):
+    # [REFERENCE_START]
+    return [factor * x for x in xs]
+    # [REFERENCE_END]
+
+
+@pytest.fixture(scope="session")
+def impl(use_reference, template_args_wrapper):
+    if use_reference:
+        return reference_scale
+    return template_args_wrapper(kernel.scale)
+
+
+class TestScale(TestBase):
+    def test_output_shapes_match(self, impl):
+        assert len(impl([1, 2, 3])) == 3
+
+    def test_values(self, impl):
+        assert impl([1, 2, 3]) == [2, 4, 6]
+
+    @pytest.mark.performance
+    def test_benchmark(self, impl, measure_runtime):
+        measure_runtime(impl, lambda: None, args=([1.0] * 64,), auto_replicate_inputs_size=0)
+)PY";
+
+TEST(VerdictCacheCli, IdenticalRunReusesTheVerdictAndRecordsAJob) {
+  const std::filesystem::path kf = testing::BinaryDir() / "kf";
+  if (!std::filesystem::exists(kf)) GTEST_SKIP() << "kf is not built (ninja kf)";
+  TempDir tmp;
+  const std::filesystem::path dir = tmp.path() / "py_scale_vc";
+  WriteFile(dir / "config.yaml",
+            "task_name: py_scale_vc\njob_name: vc\ntask_origin: custom\nlanguage: python\ngpu_arch: cpu\n"
+            "has_build_step: false\nhas_reference_build_step: false\ntest_timeout: 120\n"
+            "eval_config:\n  warmup_min_time: 0.02\n  perf_trials_min_time: 0.1\n");
+  WriteFile(dir / "conftest.py", "from kernelfoundry.conftest import *\n");
+  WriteFile(dir / "kernel.py", "# [EVOLVE_START]\ndef scale(xs):\n    return [2 * x for x in xs]\n# [EVOLVE_END]\n");
+  WriteFile(dir / "task.py", kTaskPy);
+  WriteFile(tmp.path() / "wrong.py", "def scale(xs):\n    return [3 * x for x in xs]\n");
+  WriteFile(tmp.path() / "wrong2.py", "def scale(xs):\n    return [4 * x for x in xs]\n");
+  const std::string db = (tmp.path() / "k.sqlite3").string();
+  // A private cache directory: the first run is fresh whatever other runs stored.
+  auto kf_run = [&](const std::string& candidate, const std::string& json, const std::string& extra) {
+    return RunShell("KF_CACHE_DIR='" + (tmp.path() / "cache").string() + "' '" + kf.string() + "' run '" +
+                    dir.string() + "' --candidate '" + (tmp.path() / candidate).string() + "' --db '" + db +
+                    "' --json '" + (tmp.path() / json).string() + "' " + extra);
+  };
+  auto [rc1, out1] = kf_run("wrong.py", "1.json", "");
+  EXPECT_EQ(rc1, 1) << out1;
+  Json doc1 = ParseJson(testing::ReadFile(tmp.path() / "1.json"), "1.json");
+  EXPECT_EQ(doc1["status"], "value_mismatch") << out1;
+  EXPECT_EQ(doc1["cached"], false);
+  EXPECT_EQ(doc1["job_id"], 1);
+
+  auto [rc2, out2] = kf_run("wrong.py", "2.json", "");
+  EXPECT_EQ(rc2, 1) << out2;
+  Json doc2 = ParseJson(testing::ReadFile(tmp.path() / "2.json"), "2.json");
+  EXPECT_EQ(doc2["cached"], true) << out2;
+  EXPECT_EQ(doc2["cached_from"]["job_id"], 1);
+  EXPECT_EQ(doc2["status"], "value_mismatch");
+  EXPECT_EQ(doc2["result"], doc1["result"]);
+  EXPECT_EQ(doc2["job_id"], 2);
+  EXPECT_EQ(doc2["timings"]["phases"], Json::array()) << "nothing may be built or tested";
+  EXPECT_NE(out2.find("cached: verdict of job 1 from "), std::string::npos) << out2;
+  EXPECT_EQ(out2.find("correctness"), std::string::npos) << "no test phase may run: " << out2;
+
+  auto [rc3, out3] = kf_run("wrong.py", "3.json", "--no-verdict-cache");
+  EXPECT_EQ(rc3, 1) << out3;
+  Json doc3 = ParseJson(testing::ReadFile(tmp.path() / "3.json"), "3.json");
+  EXPECT_EQ(doc3["cached"], false);
+  EXPECT_NE(doc3["timings"]["phases"], Json::array());
+
+  auto [rc4, out4] = kf_run("wrong2.py", "4.json", "");
+  EXPECT_EQ(rc4, 1) << out4;
+  Json doc4 = ParseJson(testing::ReadFile(tmp.path() / "4.json"), "4.json");
+  EXPECT_EQ(doc4["cached"], false) << "a changed candidate is a miss";
+
+  auto store = OpenStore(db, {.read_only = true});
+  std::vector<Json> kernels = store->ListKernels({.columns = {"id", "kf_status", "eval_log", "job_id"}});
+  ASSERT_EQ(kernels.size(), 4u);
+  EXPECT_EQ(kernels[1]["kf_status"], "value_mismatch");
+  EXPECT_NE(kernels[1]["eval_log"].get<std::string>().find("\ncached: verdict of job 1 from "), std::string::npos)
+      << kernels[1]["eval_log"];
+  EXPECT_EQ(kernels[0]["eval_log"].get<std::string>().find("cached:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kf
