@@ -324,6 +324,10 @@ std::vector<std::pair<std::string, ProcessResult>> RunProfilerPasses(const Harne
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw Error(ErrorKind::kIO, "cannot create the profiler output directory: " + ec.message(), dir.string());
+    // The profiler runs inside the test run's filesystem isolation (Landlock covers the whole child tree,
+    // the tool included): its output directory (perf's control FIFOs and CSV, ncu's and nsys's reports) is
+    // writable to it, like the run's own private directory. Nothing there decides a verdict.
+    if (base->filesystem_isolation) base->filesystem_isolation->writable_paths.push_back(dir);
     if (name == "perf") {
       out.emplace_back(key, RunPerfPass(harness, request, std::move(*base), dir));
     } else if (name == "ncu") {
