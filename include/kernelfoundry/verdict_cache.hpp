@@ -6,8 +6,13 @@
 //    block update: task content and candidate code), its merged config (overrides.yml applied; includes
 //    hyperparameters and gpu_arch), the hyperparameters, the archs evaluated, whether the reference is
 //    tested, and the worker fingerprint (WorkerFingerprint: host, CPU, memory, compiler / nvcc / Python /
-//    torch versions, kf version, and the identity of the running kf build — its file's path, size and
-//    modification time — so a rebuilt kf never reuses verdicts of another build).
+//    torch versions, kf version, the identity of the running kf build — its file's path, size and
+//    modification time — so a rebuilt kf never reuses verdicts of another build, and the environment the
+//    children run in: the filesystem isolation mode and the task-side resources of the harness kind (the
+//    SDK for native, the Python package and interpreter otherwise: where found, with their files' sizes and
+//    modification times). A resource that cannot be found (a hidden SDK, a wrong KF_SDK_DIR) or an unusable
+//    KF_ISOLATION is part of the key as its error, so such a run never reuses a verdict: it fails as a
+//    fresh run does.
 //  * The WHOLE verdict is reused, timings included (the stored speedup is the one measured then). Only
 //    verdicts that are properties of the candidate are stored (IsCacheableStatus): correct, no reference /
 //    measurement, wrong values or shapes, failed tests, input mutation, output changed under timing, build
@@ -40,7 +45,9 @@ namespace kf {
 bool IsCacheableStatus(EvalStatus status);
 
 /// The worker fingerprint of the key: GetWorkerInfo(harness_kind) without volatile fields, plus the
-/// running kf build's identity (path, size, mtime of the executable or shared object holding this code).
+/// running kf build's identity (path, size, mtime of the executable or shared object holding this code) and
+/// the children's environment ("environment": isolation mode, task-side resources; see the header comment).
+/// Never throws for a missing resource (its error is part of the fingerprint).
 Json WorkerFingerprint(std::string_view harness_kind);
 
 /// The cache key of evaluating `candidate` on `task` with `options` (64 hex characters). Throws what

@@ -10,7 +10,8 @@
 //
 // KF_ISOLATION in kf's environment: unset/"on" = isolate when the machine can (else run unisolated and say
 // so), "required" = refuse to run a child unisolated (its spawn fails: infrastructure error), "off" = no
-// isolation (the private temp dir is still used). Internal to the harness and pipeline modules.
+// isolation (the private temp dir is still used). Internal to the harness and pipeline modules (and read by
+// the verdict cache's key, record module: a verdict is reused only under the same isolation).
 #pragma once
 
 #include <filesystem>

@@ -4,19 +4,23 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/sha256.hpp"
+#include "harness/isolation.hpp"
 #include "kernelfoundry/blocks.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/resources.hpp"
 #include "kernelfoundry/worker_info.hpp"
 
 namespace kf {
@@ -59,6 +63,64 @@ Json BuildIdentity() {
               {"mtime_ns", static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec}};
 }
 
+// "<size> <mtime ns>" of a regular file, "" when it is not one.
+std::string FileStamp(const std::filesystem::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  return fmt::format("{} {}", static_cast<int64_t>(st.st_size),
+                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
+}
+
+// The relative path, size and modification time of every regular file under `dir` (recursively; __pycache__
+// skipped), hashed: a changed, added or removed file changes it. Cheap (no file is read).
+std::string TreeStamp(const std::filesystem::path& dir) {
+  std::vector<std::string> lines;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().filename() == "__pycache__") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    const std::string stamp = FileStamp(it->path());
+    if (!stamp.empty()) lines.push_back(std::filesystem::relative(it->path(), dir).string() + " " + stamp);
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string all;
+  for (const std::string& l : lines) all += l + "\n";
+  return internal::Sha256Hex(all);
+}
+
+// What the evaluation's children run with besides the task: the filesystem isolation of build and test
+// children, and the task-side resources of the harness kind (resources.hpp; native: the SDK, else the Python
+// package and interpreter) with their files' stamps. A resource that cannot be found, or an unusable
+// KF_ISOLATION, is keyed by its error: such a run never meets a stored verdict and fails as a fresh run does.
+Json EnvironmentFingerprint(std::string_view harness_kind) {
+  Json env = Json::object();
+  try {
+    env["isolation"] = ChildIsolationStatus();
+  } catch (const Error& e) {
+    env["isolation"] = std::string("error: ") + e.what();
+  }
+  try {
+    if (!WorkerInfoNeedsPython(harness_kind)) {
+      const TaskSdk sdk = FindTaskSdk();
+      Json sources = Json::object();
+      for (const auto& source : sdk.sources) sources[source.string()] = FileStamp(source);
+      env["sdk"] = Json{{"include_dir", sdk.include_dir.string()},
+                        {"headers", TreeStamp(sdk.include_dir)},
+                        {"sources", std::move(sources)}};
+    } else {
+      const ResourceDir python = TaskPythonDir();
+      env["python_package"] = Json{{"dir", python.path.string()}, {"files", TreeStamp(python.path / "kernelfoundry")}};
+      env["python"] = TaskPythonInterpreter();
+    }
+  } catch (const Error& e) {
+    env["resource_error"] = e.what();
+  }
+  return env;
+}
+
 std::string UtcNow() {
   std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -99,6 +161,7 @@ bool IsCacheableStatus(EvalStatus status) {
 Json WorkerFingerprint(std::string_view harness_kind) {
   Json fp = GetWorkerInfo(harness_kind);
   fp["kf_build"] = BuildIdentity();
+  fp["environment"] = EnvironmentFingerprint(harness_kind);
   return fp;
 }
 

@@ -1,10 +1,16 @@
 // The verdict cache (kernelfoundry/verdict_cache.hpp): which statuses are stored, the EvalResult round trip,
 // malformed entries, and `kf run` end to end on a small pure-Python task: the second identical run reuses the
 // first run's verdict (no build, no test: "cached": true, the first job named, a new job recorded),
-// --no-verdict-cache runs again, a changed candidate misses.
+// --no-verdict-cache runs again, a changed candidate or another isolation of the children misses; the worker
+// fingerprint holds the children's environment (isolation mode, SDK / Python package, a missing one's error).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
+#include <string>
+
 #include "kernelfoundry/record.hpp"
+#include "kernelfoundry/resources.hpp"
 #include "kernelfoundry/store.hpp"
 #include "kernelfoundry/verdict_cache.hpp"
 #include "test_util.hpp"
@@ -92,6 +98,76 @@ TEST(VerdictCache, StoresOnlyCacheableVerdictsAndTreatsMalformedEntriesAsMisses)
   EXPECT_FALSE(LookupVerdict(tmp.path(), "k3", task, std::nullopt)) << "an entry must name its own key";
 }
 
+// Sets an environment variable for a scope (unset = nullptr), restoring the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value, 1); else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1); else ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// Regression (integration of the verdict cache with the resource lookup and issue-10 isolation): a native run
+// whose SDK is missing (KF_SDK_DIR at an empty directory; the install test hides the installed SDK) was served
+// the verdict of the earlier run that had it (exit 0 instead of "cannot find the task SDK"), and a run with
+// KF_ISOLATION=off was served the isolated run's verdict. The children's environment is part of the key.
+TEST(VerdictCache, FingerprintHoldsTheChildrensEnvironment) {
+  TempDir tmp;
+  std::filesystem::create_directories(tmp.path() / "empty");
+  ScopedEnv no_sdk_dir("KF_SDK_DIR", nullptr);
+  ScopedEnv no_isolation_setting("KF_ISOLATION", nullptr);
+  const Json native = WorkerFingerprint("native");
+  ASSERT_TRUE(native["environment"].contains("sdk")) << native["environment"].dump();
+  EXPECT_FALSE(native["environment"].contains("python_package")) << "a native evaluation runs no Python";
+  EXPECT_EQ(WorkerFingerprint("native"), native) << "stable between calls";
+  const Json pytest = WorkerFingerprint("pytest");
+  ASSERT_TRUE(pytest["environment"].contains("python_package")) << pytest["environment"].dump();
+  EXPECT_EQ(pytest["environment"]["python"], TaskPythonInterpreter());
+  {
+    ScopedEnv sdk("KF_SDK_DIR", (tmp.path() / "empty").c_str());
+    const Json missing = WorkerFingerprint("native");
+    EXPECT_NE(missing, native);
+    EXPECT_FALSE(missing["environment"].contains("sdk"));
+    EXPECT_NE(missing["environment"].value("resource_error", "").find("KF_SDK_DIR"), std::string::npos)
+        << missing["environment"].dump();
+  }
+  {
+    ScopedEnv off("KF_ISOLATION", "off");
+    EXPECT_EQ(WorkerFingerprint("native")["environment"]["isolation"], "off (KF_ISOLATION=off)");
+    EXPECT_NE(WorkerFingerprint("native"), native);
+  }
+  {
+    ScopedEnv bogus("KF_ISOLATION", "bogus");
+    EXPECT_EQ(WorkerFingerprint("native")["environment"]["isolation"].get<std::string>().rfind("error: ", 0), 0u)
+        << "an unusable setting is keyed by its error (the fresh run reports it)";
+  }
+  // A changed SDK file (same path) changes the fingerprint: copy the SDK, then touch one of its sources.
+  const TaskSdk sdk = FindTaskSdk();
+  const std::filesystem::path copy = tmp.path() / "sdk";
+  std::filesystem::create_directories(copy);
+  std::filesystem::copy(sdk.include_dir, copy / "include", std::filesystem::copy_options::recursive);
+  for (const auto& source : sdk.sources) {
+    const std::filesystem::path rel = std::filesystem::relative(source, sdk.include_dir.parent_path() / "src");
+    std::filesystem::create_directories((copy / "src" / rel).parent_path());
+    std::filesystem::copy_file(source, copy / "src" / rel);
+  }
+  ScopedEnv sdk_copy("KF_SDK_DIR", copy.c_str());
+  const Json before = WorkerFingerprint("native");
+  ASSERT_TRUE(before["environment"].contains("sdk")) << before["environment"].dump();
+  const std::filesystem::path first = FindTaskSdk().sources.at(0);
+  WriteFile(first, testing::ReadFile(first) + "\n// edited\n");
+  EXPECT_NE(WorkerFingerprint("native"), before) << "an edited SDK source must not reuse verdicts";
+}
+
 const char* kTaskPy = R"PY(import pytest
 
 from kernelfoundry import TestBase
@@ -163,6 +239,17 @@ TEST(VerdictCacheCli, IdenticalRunReusesTheVerdictAndRecordsAJob) {
   EXPECT_EQ(doc2["timings"]["phases"], Json::array()) << "nothing may be built or tested";
   EXPECT_NE(out2.find("cached: verdict of job 1 from "), std::string::npos) << out2;
   EXPECT_EQ(out2.find("correctness"), std::string::npos) << "no test phase may run: " << out2;
+
+  // Another isolation of the children is another environment: a miss (the run notes the isolation).
+  auto [rc2b, out2b] = RunShell("KF_ISOLATION=off KF_CACHE_DIR='" + (tmp.path() / "cache").string() + "' '" +
+                                kf.string() + "' run '" + dir.string() + "' --candidate '" +
+                                (tmp.path() / "wrong.py").string() + "' --no-store --json '" +
+                                (tmp.path() / "2b.json").string() + "'");
+  EXPECT_EQ(rc2b, 1) << out2b;
+  Json doc2b = ParseJson(testing::ReadFile(tmp.path() / "2b.json"), "2b.json");
+  EXPECT_EQ(doc2b["cached"], false) << out2b;
+  EXPECT_NE(doc2b["status_detail"].get<std::string>().find("KF_ISOLATION=off"), std::string::npos)
+      << doc2b["status_detail"];
 
   auto [rc3, out3] = kf_run("wrong.py", "3.json", "--no-verdict-cache");
   EXPECT_EQ(rc3, 1) << out3;
