@@ -45,7 +45,7 @@ std::tuple<int, std::string, Json> RunNative(const TempDir& tmp, const std::stri
   std::string cmd = "TMPDIR='" + tmp.path().string() + "' KF_CACHE_DIR='" + std::getenv("KF_CACHE_DIR") + "' '" +
                     (testing::BinaryDir() / "kf").string() + "' run '" + dir.string() + "' --candidate '" +
                     Example("candidates", task).string() + "/" + file + "' --db '" +
-                    (tmp.path() / "kernels.sqlite3").string() + "' --json '" + out.string() + "' " + extra;
+                    (tmp.path() / "kernels.sqlite3").string() + "' --json '" + out.string() + "' --no-verdict-cache " + extra;
   auto [rc, text] = RunShell(cmd);
   Json j = std::filesystem::exists(out) ? ParseJson(ReadFile(out), out.string()) : Json();
   return {rc, text, j};
@@ -175,7 +175,7 @@ std::tuple<int, std::string, Json> RunScriptTask(const TempDir& tmp, const std::
   const std::filesystem::path out = tmp.path() / "out.json";
   auto [rc, text] = RunShell("KF_CACHE_DIR='" + std::string(std::getenv("KF_CACHE_DIR") ? std::getenv("KF_CACHE_DIR") : "") +
                              "' '" + (testing::BinaryDir() / "kf").string() + "' run '" + dir.string() +
-                             "' --no-store --json '" + out.string() + "'");
+                             "' --no-store --no-verdict-cache --json '" + out.string() + "'");
   Json j = std::filesystem::exists(out) ? ParseJson(ReadFile(out), out.string()) : Json();
   return {rc, text, j};
 }

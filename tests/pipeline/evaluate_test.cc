@@ -224,7 +224,7 @@ std::string Kf(const std::string& args) {
 // checks the reference against its own tests.
 TEST_F(PyScale, CliRunAndValidateRun) {
   WriteFile(tmp_.path() / "wrong.py", "def scale(xs):\n    return [3 * x for x in xs]\n");
-  auto [rc, out] = testing::RunShell(Kf("run '" + dir_.string() + "' --no-reference --no-store --candidate '" +
+  auto [rc, out] = testing::RunShell(Kf("run '" + dir_.string() + "' --no-reference --no-store --no-verdict-cache --candidate '" +
                                         (tmp_.path() / "wrong.py").string() + "'"));
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("status: value_mismatch - cpu: tests failed although the output shapes match   (reference-compatible status: compiled)"), std::string::npos) << out;

@@ -61,9 +61,10 @@ struct KfRunResult {
   Json json;           ///< the --json document (null when not written)
 };
 
-/// Runs `kf run TASK --candidate CANDIDATE --json OUT <extra>` with TMPDIR = `tmp` (work dirs land there),
-/// KF_CACHE_DIR = the shared test cache (unless `env` unsets it), then `env` ("NAME=value ..." and
-/// "-u NAME ..." in any order; assignments in `env` override the defaults).
+/// Runs `kf run TASK --candidate CANDIDATE --json OUT --no-verdict-cache <extra>` with TMPDIR = `tmp` (work dirs
+/// land there), KF_CACHE_DIR = the shared test cache (unless `env` unsets it), then `env` ("NAME=value ..." and
+/// "-u NAME ..." in any order; assignments in `env` override the defaults). Always a fresh evaluation: these
+/// tests check what the run does (builds, cache hits, isolation), which a reused verdict would skip.
 inline KfRunResult KfRun(const std::filesystem::path& tmp, const std::filesystem::path& task,
                          const std::filesystem::path& candidate, const std::string& env = "",
                          const std::string& extra = "--no-store") {
@@ -86,7 +87,7 @@ inline KfRunResult KfRun(const std::filesystem::path& tmp, const std::filesystem
   std::string cache = keep_cache ? " KF_CACHE_DIR=" + Q(std::getenv("KF_CACHE_DIR")) : std::string();
   std::string cmd = "env" + unset + " TMPDIR=" + Q(tmp.string()) + cache + assign + " " +
                     Q((BinaryDir() / "kf").string()) + " run " + Q(task.string()) + " --candidate " +
-                    Q(candidate.string()) + " --json " + Q(out.string()) + " " + extra;
+                    Q(candidate.string()) + " --json " + Q(out.string()) + " --no-verdict-cache " + extra;
   KfRunResult r;
   auto [rc, text] = RunShell(cmd);
   r.rc = rc;

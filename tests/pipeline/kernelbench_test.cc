@@ -216,7 +216,7 @@ void RunImported(const std::string& problem, const std::string& sets, const std:
   ASSERT_EQ(rc, 0) << text;
   fs::path db = tmp.path() / "kernels.sqlite3";
   std::string cand = candidate.empty() ? "" : " --candidate " + Q(testing::SourceDir() / candidate);
-  auto [rrc, out] = RunShell(Kf("run " + Q(task) + cand + " --db " + Q(db) + " --json " + Q(tmp.path() / "out.json")));
+  auto [rrc, out] = RunShell(Kf("run " + Q(task) + cand + " --no-verdict-cache --db " + Q(db) + " --json " + Q(tmp.path() / "out.json")));
   ASSERT_EQ(rrc, 0) << out;
   EXPECT_TRUE(testing::HasCorrectVerdictLine(out)) << out;
   EXPECT_TRUE(Has(out, "task.py::TestKernelBench::test_benchmark")) << out;
@@ -251,7 +251,7 @@ TEST(KernelBenchSlow, ZerosOnSoftmaxAreAValueMismatch) {
   ASSERT_EQ(rc, 0) << text;
   fs::path cand = tmp.path() / "zeros.cpp";
   testing::WriteFile(cand, "torch::Tensor forward(torch::Tensor x) { return torch::zeros_like(x); }\n");
-  auto [rrc, out] = RunShell(Kf("run " + Q(task) + " --candidate " + Q(cand) + " --no-reference --no-store --json " +
+  auto [rrc, out] = RunShell(Kf("run " + Q(task) + " --candidate " + Q(cand) + " --no-reference --no-store --no-verdict-cache --json " +
                                 Q(tmp.path() / "out.json")));
   EXPECT_NE(rrc, 0) << out;
   Json j = Json::parse(ReadFile(tmp.path() / "out.json"));

@@ -29,8 +29,8 @@ std::tuple<int, std::string, Json> KfRun(const TempDir& tmp, const std::string& 
   const fs::path out = dir.string() + ".json";
   const std::string cmd = "TMPDIR='" + tmp.path().string() + "' KF_CACHE_DIR='" + std::getenv("KF_CACHE_DIR") +
                           "' '" + (testing::BinaryDir() / "kf").string() + "' run '" + dir.string() + "' --candidate '" +
-                          Example("candidates", task).string() + "/" + file + "' --no-store --json '" + out.string() +
-                          "' " + extra + " 2>&1";
+                          Example("candidates", task).string() + "/" + file + "' --no-store --no-verdict-cache --json '" +
+                          out.string() + "' " + extra + " 2>&1";
   auto [rc, text] = RunShell(cmd);
   Json j = fs::exists(out) ? ParseJson(ReadFile(out), out.string()) : Json();
   return {rc, text, j};

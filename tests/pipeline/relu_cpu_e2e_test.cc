@@ -30,10 +30,11 @@ int64_t CountRows(const std::filesystem::path& db, const std::string& sql) {
   return n;
 }
 
+// `kf run ARGS`, always a fresh evaluation (--no-verdict-cache): the test checks the phases and the build cache.
 std::string KfRun(const std::string& args) {
   testing::UseTestCache();
   return "KF_CACHE_DIR='" + std::string(std::getenv("KF_CACHE_DIR")) + "' '" +
-         (testing::BinaryDir() / "kf").string() + "' run " + args;
+         (testing::BinaryDir() / "kf").string() + "' run --no-verdict-cache " + args;
 }
 
 TEST(ReluCpuE2E, CorrectWithSpeedupStoredAndSecondRunUsesTheBuildCache) {

@@ -172,7 +172,8 @@ def test_stored_results_are_readable(tmp_path):
     with pytest.raises(FileNotFoundError):
         open_store(db)
     r = subprocess.run([str(KF_BIN), "run", str(EXAMPLE), "--candidate", str(CANDIDATES / "fast.cpp"),
-                        "--db", str(db)], capture_output=True, text=True, timeout=600, env=task_env())
+                        "--no-verdict-cache", "--db", str(db)], capture_output=True, text=True, timeout=600,
+                       env=task_env())
     assert r.returncode == 0, r.stdout + r.stderr
     for url in (str(db), db, f"sqlite:///{db}"):
         with open_store(url) as store:

@@ -135,12 +135,14 @@ TEST(Rows, KernelRowKeepsTheReferenceColumnsAndOurStatus) {
   EXPECT_EQ(doc["job_id"], 3);
   EXPECT_EQ(doc["timings"]["phases"][0]["seconds"], 1.5);
   EXPECT_FALSE(doc.contains("canceled"));
+  EXPECT_EQ(doc["cached"], false);  // a fresh evaluation (verdict_cache.hpp); no "cached_from"
+  EXPECT_FALSE(doc.contains("cached_from"));
   EXPECT_FALSE(EvaluationDocument(ev, nullptr).contains("job_id"));
   const std::vector<std::string> keys = {"task", "gpu_arch", "status", "reference_status", "status_detail",
                                          "perf_score", "speedup", "runtime_ms", "combined_score", "correct", "result",
                                          "build_result", "build_result_reference", "test_result",
                                          "test_result_reference", "timings", "db", "job_id", "kernel_uuid",
-                                         "work_dirs"};
+                                         "cached", "work_dirs"};
   std::vector<std::string> actual;
   for (const auto& [k, v] : doc.items()) actual.push_back(k);
   EXPECT_EQ(actual, keys);

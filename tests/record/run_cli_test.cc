@@ -87,7 +87,7 @@ TEST_P(RunCliTest, RunAndValidateRunApplyOverridesAndRecordInTheStore) {
 
   WriteFile(db_->tmp().path() / "wrong.py", "def scale(xs):\n    return [3 * x for x in xs]\n");
   auto [rc, out] = Kf("run '" + dir_.string() + "' --candidate '" + (db_->tmp().path() / "wrong.py").string() +
-                      "' --db " + db + " --json '" + (db_->tmp().path() / "out.json").string() + "'");
+                      "' --no-verdict-cache --db " + db + " --json '" + (db_->tmp().path() / "out.json").string() + "'");
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("status: value_mismatch"), std::string::npos) << out;
   std::string shown = RedactStoreUrl(db_->url());
