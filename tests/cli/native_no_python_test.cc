@@ -56,7 +56,7 @@ TEST(NativeNoPython, KfRunOfANativeTaskExecutesNoPython) {
     GTEST_SKIP() << "ptrace is not permitted here: " << text;
   ASSERT_EQ(rc, 0) << text;
   const Json verdict = ParseJson(ReadFile(out), out.string());
-  EXPECT_EQ(verdict["status"], "correct") << text;
+  EXPECT_TRUE(testing::CorrectAndTimed(verdict["status"])) << text;  // "noisy" on a loaded machine
 
   const std::set<std::string> programs = ExecutedPrograms(ReadFile(trace));
   bool compiler = false, test_program = false;

@@ -38,7 +38,8 @@ kf run "$share/examples/tasks/omp_reduction" --candidate "$share/examples/candid
    --no-store --no-verdict-cache --json "$tmp/elsewhere/run.json" >"$tmp/run.log" 2>&1 || rc=$?
 [ "$rc" -eq 0 ] || { show "$tmp/run.log"; fail "kf run omp_reduction fast.cpp exited $rc (expected 0: correct)"; }
 status=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$tmp/elsewhere/run.json")
-[ "$status" = correct ] || { show "$tmp/run.log"; fail "status $status, expected correct"; }
+# "noisy" is correct and timed, with a speedup interval wider than the target (a loaded test machine).
+case "$status" in correct|noisy) ;; *) show "$tmp/run.log"; fail "status $status, expected correct (or noisy)";; esac
 grep -q "$share/sdk/include" "$tmp/elsewhere/run.json" || fail "the build did not use the installed SDK ($share/sdk)"
 echo "kf run omp_reduction fast.cpp from $tmp/elsewhere: status $status"
 
