@@ -53,7 +53,8 @@ def main():
 
     # TaskRunner.init(use_queue=True): every arch's test queue must be served by a live worker.
     t0 = time.time()
-    active = app.control.inspect(timeout=5.0).active_queues() or {}
+    report["inspect_timeout"] = 5.0
+    active = app.control.inspect(timeout=report["inspect_timeout"]).active_queues() or {}
     report["inspect_seconds"] = time.time() - t0
     names = [q["name"] for queues in active.values() for q in queues]
     report["active_queue_names"] = names

@@ -7,16 +7,20 @@
 //    results, classified as the reference's are);
 //  * SIGKILL of a worker in the middle of a test: its job tree dies, a second worker completes the
 //    redelivered job, one COMPLETE job;
-//  * a poison task (its build kills the worker) fails with WorkerLostError after 3 deliveries and the farm
-//    keeps serving;
+//  * a poison task (the worker running its build is killed, every time) fails with WorkerLostError after 3
+//    deliveries and the farm keeps serving;
 //  * Ctrl-C of `kf run --broker` revokes its test (terminate): the worker stops the job, the verdict is
 //    canceled;
 //  * (Slow) 2 workers × 40 mixed candidates through `kf submit`: 40 verdicts, none lost or duplicated.
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <iterator>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -99,8 +103,11 @@ TEST_F(FarmE2E, PythonCeleryClientFindsAndUsesKfWorker) {
                                             (dir_.path() / "report.json").string()));
   ASSERT_EQ(status, 0) << out << "\n--- worker log ---\n" << worker.Log();
   Json report = ParseJson(ReadFile(dir_.path() / "report.json"), "report.json");
-  // Discovery: the reference's TaskRunner.init check passed inside the script; the node answered in time.
-  EXPECT_LT(report["inspect_seconds"].get<double>(), 6.0);
+  // Discovery: the reference's TaskRunner.init check passed inside the script; the node answered in time (a
+  // reply after inspect's timeout is not collected, so `found` below says it). inspect() without a reply limit
+  // always waits its whole timeout; its duration only shows that it did not hang: a bound with room for a
+  // loaded machine (a fixed timeout + 1 s measured 6.1 s on 2 busy cores).
+  EXPECT_LT(report["inspect_seconds"].get<double>(), report["inspect_timeout"].get<double>() + 10.0);
   bool found = false;
   for (const Json& n : report["nodes"]) found = found || n.get<std::string>().rfind("kfe2e-" + tag_ + "@", 0) == 0;
   EXPECT_TRUE(found) << report.dump(2);
@@ -238,27 +245,73 @@ TEST_F(FarmE2E, CtrlCOfKfRunRevokesItsTestAndTheWorkerStopsTheJob) {
   worker.Wait(30);
 }
 
+// The argv of a live process (empty when it is gone or a zombie) and its parent's pid (0 when unknown).
+std::vector<std::string> ArgsOf(int pid) {
+  std::vector<std::string> args;
+  if (!PidAlive(pid)) return args;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  return args;
+}
+int ParentOf(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  char state = 0;
+  int ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+// True when a live process whose argv holds `script` and `token` descends from `ancestor`.
+bool DescendantRuns(int ancestor, const std::string& script, const std::string& token) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const std::vector<std::string> args = ArgsOf(std::stoi(name));
+    if (std::find(args.begin(), args.end(), token) == args.end()) continue;
+    if (std::none_of(args.begin(), args.end(), [&](const std::string& a) { return a.ends_with(script); })) continue;
+    for (int pid = std::stoi(name); pid > 1; pid = ParentOf(pid)) {
+      if (pid == ancestor) return true;
+    }
+  }
+  return false;
+}
+
 TEST_F(FarmE2E, PoisonTaskFailsAfterMaxDeliveriesAndTheFarmKeepsServing) {
-  // A task whose build kills the worker that runs it (its ancestor `kf worker … -Q …`), every time.
+  // A task whose build kills the worker that runs it, every time (a job that crashes its worker, or gets it
+  // OOM-killed). The build cannot send the signal itself: build children are isolated (issue 10) and
+  // Landlock's signal scope (ABI >= 6) keeps them from signaling anything outside their sandbox. So the
+  // build announces itself (poison_wait.py with this test's tag in its argv) and waits until its worker is
+  // gone; the supervisor below SIGKILLs the worker it finds running that build.
   const fs::path poison = dir_.path() / ("poison_" + tag_);
   fs::copy(task_, poison, fs::copy_options::recursive);
-  std::ofstream(poison / "kill_worker.py") <<
-      "import os, signal\n"
+  std::ofstream(poison / "poison_wait.py") <<
+      "import os, sys, time\n"
+      "def args(pid):\n"
+      "    return open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')\n"
+      "def alive(pid):\n"
+      "    try:\n"
+      "        return open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+      "    except OSError:\n"
+      "        return False\n"
       "pid = os.getppid()\n"
-      "while pid > 1:\n"
-      "    args = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')\n"
-      "    if b'worker' in args and b'-Q' in args:\n"
-      "        os.kill(pid, signal.SIGKILL)\n"
-      "        break\n"
-      "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n";
+      "while pid > 1 and not (b'worker' in args(pid) and b'-Q' in args(pid)):\n"
+      "    pid = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+      "deadline = time.time() + 120\n"
+      "while pid > 1 and alive(pid) and time.time() < deadline:\n"
+      "    time.sleep(0.05)\n"
+      "sys.exit(1)\n";
   {
     std::string config = ReadFile(poison / "config.yaml");
     const size_t at = config.find("build:\n");
     ASSERT_NE(at, std::string::npos);
-    config.insert(at + 7, "  - /usr/bin/python3 kill_worker.py\n");
+    config.insert(at + 7, "  - /usr/bin/python3 poison_wait.py " + tag_ + "\n");
     std::ofstream(poison / "config.yaml") << config;
   }
-  // A supervisor restarts the worker whenever it dies (as systemd would).
+  // A supervisor restarts the worker whenever it dies (as systemd would), and kills the worker that runs the
+  // poison build.
   std::atomic<bool> stop{false};
   std::atomic<int> starts{0};
   std::mutex mu;
@@ -271,6 +324,8 @@ TEST_F(FarmE2E, PoisonTaskFailsAfterMaxDeliveriesAndTheFarmKeepsServing) {
           current = std::make_unique<Proc>(StartKfWorker(broker_, {build_q_, test_q_}, fmt::format("p{}-{}@%h", starts.load(), tag_),
                                                          dir_.path(), {"--max-deliveries", "3"}));
           ++starts;
+        } else if (DescendantRuns(current->pid(), "poison_wait.py", tag_)) {
+          current->Signal(SIGKILL);
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
