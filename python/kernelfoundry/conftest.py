@@ -400,6 +400,10 @@ def pytest_generate_tests(metafunc):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session):
+    # A collection-only session (kf's test discovery, python -m kernelfoundry.collect) runs no test: nothing to
+    # capture, and touching torch would load it, which the deferred imports of collection avoid.
+    if session.config.option.collectonly:
+        return
     # The task module (and torch) are imported now; candidate code is not yet (it loads in fixtures).
     _paired.TORCH.capture()
     threads = os.environ.get("KF_THREADS")
