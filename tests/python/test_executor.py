@@ -223,7 +223,8 @@ def test_identical_candidate_is_paired_across_two_executors_near_one(task):
 
 def test_slower_candidate_has_a_speedup_below_one(task):
     rec, out = paired(task, "slow")
-    assert rec["ci"][1] < 0.8, (rec, out[-2000:])
+    # Twice the work: about 0.5; the interval must exclude 1 (a loaded machine widens it, so no tighter bound).
+    assert rec["speedup"] < 0.8 and rec["ci"][1] < 1.0, (rec, out[-2000:])
 
 
 @pytest.mark.parametrize("cheat, status", [
