@@ -7,13 +7,14 @@
 // both; the median over rounds resists the rounds a burst of load hit.
 //
 // Contract:
-//  * A round runs both sides once, in an order drawn at random (seeded) per round. Per side: `prepare` (fresh
-//    inputs, outside the timed window), then the timed window `sync; t0; call × n; sync; t1` where n (calls per
-//    sample) is chosen once so that a sample lasts ≥ min_sample_s and varies by ±50 % per sample when n > 1 (so
-//    a kernel that does real work only every Nth call cannot align with the window), then a quiet wait: until
-//    the process's other threads use no CPU (at most quiesce_max_s), their CPU time in that wait counted as
-//    "after-return CPU" of the side (work left running in a background thread after returning is measured,
-//    and never overlaps the next window).
+//  * A round runs two samples per side in the order ABBA, A drawn at random (seeded) per round: a drift of the
+//    machine's speed that is linear over the round costs both sides the same; the side's time in the round is
+//    its two windows over their calls. Per sample: `prepare` (fresh inputs, outside the timed window), then the
+//    timed window `sync; t0; call × n; sync; t1` where n (calls per sample) is chosen once so that a sample
+//    lasts ≥ min_sample_s and varies by ±50 % per sample when n > 1 (so a kernel that does real work only every
+//    Nth call cannot align with the window), then a quiet wait: until the process's other threads use no CPU
+//    (at most quiesce_max_s), their CPU time in that wait counted as "after-return CPU" of the side (work left
+//    running in a background thread after returning is measured, and never overlaps the next window).
 //  * Warm-up: rounds are run unrecorded until both sides' per-call medians over the last warmup_window rounds
 //    moved by ≤ warmup_tolerance against the window before (steady allocator and caches), or the warm-up
 //    budget ran out.
@@ -66,6 +67,10 @@ struct PairedSide {
   std::function<void()> call;
   /// Waits for the device (called before t0 and before t1). May be empty (CPU).
   std::function<void()> sync;
+  /// When set, replaces the quiet wait after each sample (for a side that runs in another process, where this
+  /// process's threads see nothing of its work): waits until the side is idle and returns the CPU seconds it
+  /// used after its last call returned (counted as its after-return CPU). Called outside the timed window.
+  std::function<double()> settle;
 };
 
 /// Called after both sides ran in a checked round: a problem (string) ends the measurement.

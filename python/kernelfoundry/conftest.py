@@ -43,6 +43,8 @@ import pytest
 
 from . import measure as _measure
 from . import paired as _paired
+from . import executor as _executor
+from .executor import Executor as _Executor
 from . import profilers as _profilers
 from .build_target import write_json_atomic as _write_json_atomic
 from .templates import get_runtime_params_from_argv, parse_runtime_params, parse_template_params
@@ -126,6 +128,10 @@ def pytest_configure(config):
     config.stash[_PAIRED] = _paired_state(config)
     config.stash[_OUTCOMES] = {}
     config.stash[_STARTED] = time.monotonic()
+    # An executor whose callee crashed ends this process with the signal: let its last words out of the capture.
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        _executor.BEFORE_FATAL[:] = [lambda: capman.suspend_global_capture(in_=False)]
     config.stash[_MEASURE_DEFAULTS] = _measure_defaults_from_env()
     try:  # fail fast, before any test runs, on malformed parameters
         parse_template_params(config.getoption("template_params", None))
@@ -299,12 +305,19 @@ def _bind(fn: Callable, samples: list, defaults: dict) -> Callable:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> list:
         user_output = kwargs.pop("output", None)
+        if args and isinstance(args[0], _Executor):  # the function under test in its own process: inputs resident
+            bound = args[0].bind(tuple(_as_tuple(kwargs.pop("args", None))), kwargs.pop("kwargs", None) or {})
+            args = (bound.call,) + args[1:]
         result = fn(*args, **{**defaults, **kwargs}, output=samples)
         if user_output is not None:
             user_output.extend(result)
         return result
 
     return run
+
+
+def _as_tuple(args: Any) -> tuple:
+    return () if args is None else args if isinstance(args, tuple) else (args,)
 
 
 def _defaults(request) -> dict:

@@ -36,6 +36,11 @@ from typing import Any, Callable, Optional
 
 from . import _measure
 
+try:
+    from .executor import Executor as _Executor
+except ImportError:  # pragma: no cover — the executor module ships with this package
+    _Executor = None
+
 _monotonic = time.monotonic
 _measure_paired = _measure.measure_paired
 _compare = _measure.compare
@@ -159,15 +164,37 @@ def compare_outputs(actual: Any, expected: Any, opts: dict, path: str = "output"
 
 
 class Capture:
-    """One measurement call of one side, held until its pair arrives."""
+    """One measurement call of one side, held until its pair arrives. A target that is a
+    kernelfoundry.executor.Executor (the function under test in a process of its own) is bound once: its inputs
+    are the shared-memory tensors the executor reads, a call is one round trip, and the output is copied over
+    only when it is compared."""
 
     def __init__(self, target: Callable, sync: Optional[Callable], args: tuple, kwargs: dict, options: dict):
         self.target, self.sync, self.args, self.kwargs, self.options = target, sync, args, kwargs, options
-        self.inputs = leaves((args, kwargs))
-        self.out: Any = None
+        self.remote = None
+        if _Executor is not None and isinstance(target, _Executor):
+            self.remote = target
+            self.bound = target.bind(args, kwargs)
+            self.inputs = self.bound.inputs
+        else:
+            self.inputs = leaves((args, kwargs))
+        self._out: Any = None
+        self._out_stale = False
 
     def call(self) -> None:
-        self.out = self.target(*self.args, **self.kwargs)
+        if self.remote is not None:
+            self.bound.call()
+            self._out_stale = True
+        else:
+            self._out = self.target(*self.args, **self.kwargs)
+
+    @property
+    def out(self) -> Any:
+        """The last call's output (fetched from the executor on first use after a call)."""
+        if self._out_stale:
+            self._out = self.bound.output()
+            self._out_stale = False
+        return self._out
 
 
 class _Values:
@@ -271,8 +298,11 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> tuple[d
 
     loop = {k: opts[k] for k in _LOOP_KEYS}
     loop["seed"] = seed
-    res = _measure_paired((prepare(cand) if cand.inputs else None, cand.call, cand.sync),
-                          (prepare(ref) if ref.inputs else None, ref.call, ref.sync), loop, check)
+    def side(capture: Capture) -> tuple:
+        return (prepare(capture) if capture.inputs else None, capture.call, capture.sync,
+                (lambda: capture.remote.settle(opts["quiesce_max_s"])) if capture.remote is not None else None)
+
+    res = _measure_paired(side(cand), side(ref), loop, check)
     res["value_sets"] = len(values.sets) if values.perturbable else 1
     return res, res["problem"]
 
@@ -332,8 +362,10 @@ def measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
 
 def unpaired_record(cand: Capture, opts: dict, why: str) -> dict:
     """The candidate timed alone (the classic loop) when the pair cannot be formed."""
-    args_list, kwargs_list = [cand.args], [cand.kwargs]
-    r = _measure_loop(cand.target, cand.sync, args_list=args_list if any(args_list) else None,
+    target, args_list, kwargs_list = cand.target, [cand.args], [cand.kwargs]
+    if cand.remote is not None:  # one round trip per call, the inputs resident in the executor
+        target, args_list, kwargs_list = cand.bound.call, [()], [{}]
+    r = _measure_loop(target, cand.sync, args_list=args_list if any(args_list) else None,
                       kwargs_list=kwargs_list if any(kwargs_list) else None,
                       **{k: v for k, v in cand.options.items() if k in (
                           "warmup_min_time", "warmup_min_iters", "inner_loop_min_time", "perf_trials_min_iters",

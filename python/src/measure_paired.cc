@@ -175,12 +175,24 @@ std::function<void(Args...)> WithGil(const py::object& fn) {
 }
 
 kf::PairedSide SideFrom(const py::tuple& side) {
-  if (side.size() != 3) throw py::value_error("a side is (prepare(round) | None, call(), sync() | None)");
+  if (side.size() != 3 && side.size() != 4) {
+    throw py::value_error("a side is (prepare(round) | None, call(), sync() | None[, settle() -> float | None])");
+  }
   kf::PairedSide s;
   s.prepare = WithGil<int64_t>(side[0]);
   s.call = WithGil<>(side[1]);
   s.sync = WithGil<>(side[2]);
   if (!s.call) throw py::value_error("a side needs a call()");
+  if (side.size() == 4 && !side[3].is_none()) {
+    py::object fn = side[3];
+    if (!PyCallable_Check(fn.ptr())) throw py::type_error("settle: expected a callable or None");
+    s.settle = [fn]() {
+      py::gil_scoped_acquire gil;
+      const double used = fn().cast<double>();
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      return used;
+    };
+  }
   return s;
 }
 
@@ -248,7 +260,7 @@ void RegisterPaired(py::module_& m) {
   m.def("measure_paired", &MeasurePairedPy, py::arg("candidate"), py::arg("reference"),
         py::arg("options") = py::dict(), py::arg("check") = py::none(),
         "Paired timing (include/kernelfoundry/paired.hpp). candidate/reference: (prepare(round) | None, call(), "
-        "sync() | None). options: PairedOptions fields by name. check(round) -> None | problem string, called "
+        "sync() | None[, settle() -> after-return CPU seconds | None]). options: PairedOptions fields by name. check(round) -> None | problem string, called "
         "after both sides ran in a checked round. Returns a dict: candidate_ms, reference_ms, ratios (per "
         "round, per-call ms), speedup (median ratio reference/candidate), ci (95 %), rel_half_width, "
         "target_reached, warmup_rounds, rounds, calls_per_sample, checked_rounds, elapsed_s, elapsed_raw_s, "

@@ -3,6 +3,8 @@
 //
 //   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH|URL]
 //               [--no-store] [--json OUT] [--keep-workdir] [--profile] [--no-verdict-cache] [-v] [--broker URL]
+//   kf run TASK --candidates FILE…|DIR [-j N] [--gpu-arch ARCH] [--no-reference] [--db …] [--no-store] [--json OUT]
+//               [--broker URL]
 //
 // TASK is a package directory, an archive or an encoded task (*.json), loaded by kf::LoadTaskForRun (its
 // overrides.yml wins over config.yaml). --candidate FILE holds the new
@@ -23,6 +25,11 @@
 // (alias --no-cache) always runs; so does --profile (a cached verdict has no new profiler passes).
 // Exit 0 when the candidate is correct (perf_score 5), 1 when the verdict is negative, other codes
 // (exit_codes.hpp) when the input is unusable.
+// Batch mode (--candidates, batch.hpp): every file (a DIR gives its files, sorted) is one candidate; -j N
+// evaluations run at once (default 2): builds and correctness runs overlap, every timed phase holds the device
+// alone. A progress line (done / running / queued / failed, ETA) on stderr, a summary table sorted by speedup,
+// every verdict stored; --json writes one entry per candidate. Exit 0 when every candidate got a verdict.
+// With --broker the batch runs on the farm (as kf submit).
 #include <string.h>  // sigabbrev_np
 
 #include <cstdio>
@@ -31,7 +38,9 @@
 #include <stop_token>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "cli/batch.hpp"
 #include "cli/command.hpp"
 #include "cli/console_reporter.hpp"
 #include "cli/json_reporter.hpp"
@@ -42,6 +51,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/farm.hpp"
 #include "kernelfoundry/record.hpp"
+#include "kernelfoundry/store.hpp"
 
 namespace kf::cli {
 namespace {
@@ -60,6 +70,8 @@ struct RunOptions {
   bool verbose = false;
   bool no_verdict_cache = false;
   std::string broker;
+  std::vector<std::string> candidates;  // batch mode
+  int parallel = 2;
 };
 
 // SIGINT/SIGTERM during a farm run: the first requests the evaluation's stop (its farm tasks are revoked), the
@@ -81,6 +93,28 @@ class FarmInterrupt {
   std::stop_source stop_;
   TerminationHandlerScope on_signal_;  // last: cleared first, before stop_ goes
 };
+
+int RunBatchRun(const RunOptions& o) {
+  TaskForRun loaded = LoadTaskForRunArg(o.task);
+  const std::vector<std::string> files = ExpandCandidates(o.candidates);
+  std::unique_ptr<Store> store;
+  if (!o.no_store) store = OpenStore(StoreUrlOf(o.db));  // before anything runs: a bad --db fails fast
+  BatchOptions b;
+  b.parallel = o.parallel;
+  if (!o.gpu_arch.empty()) b.evaluate.gpu_arch = o.gpu_arch;
+  b.evaluate.test_reference = !o.no_reference;
+  b.evaluate.keep_workdir = o.keep_workdir;
+  if (o.profile) b.evaluate.profile = true;
+  b.store = store.get();
+  b.json = o.json;
+  std::unique_ptr<QueueStageRunner> farm;  // --broker: the stages run on the farm, as with kf submit
+  if (!o.broker.empty()) {
+    const BrokerUrl url = ParseBrokerUrl(o.broker);
+    farm = std::make_unique<QueueStageRunner>([url] { return ConnectAmqp(url); });
+    b.evaluate.runner = farm.get();
+  }
+  return RunBatch(loaded.task, files, b);
+}
 
 std::optional<BlockUpdate> ReadCandidate(const RunOptions& o) {
   if (!o.candidate.empty()) return BlockUpdate{BlockUpdateShort{{"EVOLVE", ReadInput(o.candidate)}}};
@@ -132,7 +166,12 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   auto* cand = cmd->add_option("--candidate", o->candidate, "File with the new EVOLVE block content");
   auto* blocks =
       cmd->add_option("--blocks", o->blocks, "JSON block update {KEY: {path: [content]}} or {KEY: content}");
+  auto* many = cmd->add_option("--candidates", o->candidates,
+                               "Batch mode: candidate files (new EVOLVE content) or directories of them");
   cand->excludes(blocks);
+  many->excludes(cand)->excludes(blocks);
+  cmd->add_option("-j,--parallel", o->parallel, "Batch mode: evaluations in flight at once (default 2)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--gpu-arch", o->gpu_arch, "Override config gpu_arch (comma list = several archs)");
   cmd->add_flag("--no-reference", o->no_reference, "Do not build/test the reference (no speedup)");
   cmd->add_option("--db", o->db, kDbOptionHelp);
@@ -146,7 +185,7 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cmd->add_flag("-v,--verbose", o->verbose, "Stream every build/test output line to stderr");
   cmd->add_option("--broker", o->broker,
                   "Run the build and tests on a Celery/RabbitMQ farm: amqp://user:password@host:port/vhost");
-  cmd->callback([o, exit_code]() { *exit_code = RunRun(*o); });
+  cmd->callback([o, exit_code]() { *exit_code = o->candidates.empty() ? RunRun(*o) : RunBatchRun(*o); });
 });
 
 }  // namespace kf::cli

@@ -121,38 +121,47 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
   auto elapsed = [&] { return Seconds(now() - t_start); };
   int64_t round = 0;
 
-  // One side's sample: prepare, the timed window of n calls, the quiet wait. Returns seconds per call.
+  // One side's sample: prepare, the timed window of n calls, the quiet wait. Adds the window's seconds to
+  // *window_s and the other threads' CPU in the wait to *after_cpu_s (when not null); returns the window.
   auto sample = [&](const PairedSide& side, int64_t n, double* window_s, double* after_cpu_s) {
     if (side.prepare) side.prepare(round);
     if (side.sync) side.sync();
     const std::chrono::nanoseconds t0 = now();
     for (int64_t i = 0; i < n; ++i) side.call();
     if (side.sync) side.sync();
-    const double s = Seconds(now() - t0);
-    const double after = Quiesce(options.quiesce_max_s);
+    const double s = std::max(Seconds(now() - t0), 1e-9);
+    const double after = side.settle ? side.settle() : Quiesce(options.quiesce_max_s);
     if (window_s) *window_s += s;
     if (after_cpu_s) *after_cpu_s += after;
-    return std::max(s, 1e-9) / static_cast<double>(n);
+    return s;
   };
-  // One round: both sides once each, in a random order. Returns {candidate, reference} seconds per call.
+  // A sample's batch: n calls varied by ±50 % (n > 1), so a kernel cannot align real work with the windows.
+  auto batch_size = [&](int64_t n) {
+    if (n <= 1) return int64_t{1};
+    return std::max<int64_t>(1, n / 2 + static_cast<int64_t>(unit(rng) * static_cast<double>(n + 1)));
+  };
+  // One round: two samples per side in the order ABBA or BAAB (A drawn at random), so that a drift of the
+  // machine's speed that is linear over the round costs both sides the same. Returns {candidate, reference}
+  // seconds per call over the side's two samples.
   auto run_round = [&](int64_t n, bool measured) {
     const bool candidate_first = unit(rng) < 0.5;
-    int64_t batch = n;
-    if (n > 1) batch = n / 2 + static_cast<int64_t>(unit(rng) * static_cast<double>(n + 1));
-    batch = std::max<int64_t>(1, batch);
-    double c = 0, r = 0;
+    const PairedSide& a = candidate_first ? candidate : reference;
+    const PairedSide& b = candidate_first ? reference : candidate;
     double* cw = measured ? &out.candidate_window_s : nullptr;
     double* rw = measured ? &out.reference_window_s : nullptr;
     double* ca = measured ? &out.candidate_after_cpu_s : nullptr;
     double* ra = measured ? &out.reference_after_cpu_s : nullptr;
-    if (candidate_first) {
-      c = sample(candidate, batch, cw, ca);
-      r = sample(reference, batch, rw, ra);
-    } else {
-      r = sample(reference, batch, rw, ra);
-      c = sample(candidate, batch, cw, ca);
-    }
-    return std::pair<double, double>{c, r};
+    double* aw = candidate_first ? cw : rw;
+    double* bw = candidate_first ? rw : cw;
+    double* aa = candidate_first ? ca : ra;
+    double* ba = candidate_first ? ra : ca;
+    const int64_t a1 = batch_size(n), b1 = batch_size(n), b2 = batch_size(n), a2 = batch_size(n);
+    double sa = sample(a, a1, aw, aa);
+    double sb = sample(b, b1, bw, ba);
+    sb += sample(b, b2, bw, ba);
+    sa += sample(a, a2, aw, aa);
+    const double per_a = sa / static_cast<double>(a1 + a2), per_b = sb / static_cast<double>(b1 + b2);
+    return candidate_first ? std::pair<double, double>{per_a, per_b} : std::pair<double, double>{per_b, per_a};
   };
 
   // Probe: one call per side sizes the batch so that a sample lasts at least min_sample_s.

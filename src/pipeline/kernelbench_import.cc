@@ -347,6 +347,7 @@ std::map<std::string, std::string> RenderKernelBenchPackage(const KernelBenchPac
   files["task.py"] = kernelbench::SubstituteTemplate(kernelbench::kTaskPy, values);
   files["config.yaml"] = kernelbench::SubstituteTemplate(kernelbench::kConfigYaml, values);
   files["conftest.py"] = std::string(kernelbench::kConftestPy);
+  files["sides.py"] = kernelbench::SubstituteTemplate(kernelbench::kSidesPy, values);
   return files;
 }
 

@@ -1,6 +1,6 @@
 // The KernelBench importer's template filling. The templates themselves are real files in
-// src/pipeline/kernelbench/templates/ (introspect.py, kernel.cpp, task.py, config.yaml, conftest.py), embedded
-// into the binary at build time (CMakeLists.txt `kf_embed_files` → kernelbench_templates_data.cc).
+// src/pipeline/kernelbench/templates/ (introspect.py, kernel.cpp, task.py, sides.py, config.yaml, conftest.py),
+// embedded into the binary at build time (CMakeLists.txt `kf_embed_files` → kernelbench_templates_data.cc).
 #include "pipeline/kernelbench_templates.hpp"
 
 #include "kernelfoundry/error.hpp"

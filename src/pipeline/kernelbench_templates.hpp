@@ -14,11 +14,13 @@ namespace kf::kernelbench {
 extern const std::string_view kIntrospectScript;
 /// Prefix of the introspection script's result line.
 extern const std::string_view kIntrospectMarker;
-/// templates/kernel.cpp, task.py, config.yaml and conftest.py: the files of a generated task package.
+/// templates/kernel.cpp, task.py, config.yaml, conftest.py (and kSidesPy): the files of a generated task package.
 extern const std::string_view kKernelCpp;
 extern const std::string_view kTaskPy;
 extern const std::string_view kConfigYaml;
 extern const std::string_view kConftestPy;
+/// sides.py: the reference and candidate factories run in executor processes (kernelfoundry.executor).
+extern const std::string_view kSidesPy;
 
 /// Replaces every {{KEY}} of `text` by values.at(KEY). Throws kf::Error(kInternal) for a placeholder
 /// without a value.

@@ -59,8 +59,8 @@ PairedOptions Fast() {
 TEST(MeasurePaired, ExactRatioReachesTheTargetAtMinRounds) {
   FakeMachine m;
   int c_calls = 0, r_calls = 0;
-  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(500); ++c_calls; }, nullptr};
-  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(1500); ++r_calls; }, nullptr};
+  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(500); ++c_calls; }, nullptr, nullptr};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(1500); ++r_calls; }, nullptr, nullptr};
   PairedResult r = MeasurePaired(cand, ref, Fast(), {}, m.clock());
   EXPECT_EQ(r.stop, "target");
   EXPECT_TRUE(r.target_reached);
@@ -80,8 +80,8 @@ TEST(MeasurePaired, ShortCallsAreBatchedWithVaryingBatchSizes) {
   std::vector<int> batch;
   int in_batch = 0;
   PairedSide cand{[&](int64_t) { in_batch = 0; }, [&] { m.t += std::chrono::microseconds(10); ++in_batch; },
-                  [&] { if (in_batch) batch.push_back(in_batch); }};
-  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(10); }, nullptr};
+                  [&] { if (in_batch) batch.push_back(in_batch); }, nullptr};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(10); }, nullptr, nullptr};
   PairedResult r = MeasurePaired(cand, ref, Fast(), {}, m.clock());
   EXPECT_EQ(r.calls_per_sample, 20);  // 200 µs / 10 µs
   EXPECT_DOUBLE_EQ(r.speedup.median, 1.0);
@@ -95,8 +95,8 @@ TEST(MeasurePaired, NoisyRatiosStopAtTheBudgetWithoutReachingTheTarget) {
   FakeMachine m;
   std::mt19937 noise(7);
   std::uniform_int_distribution<int> jitter(0, 800);
-  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(1000 + jitter(noise)); }, nullptr};
-  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(1000 + jitter(noise)); }, nullptr};
+  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(1000 + jitter(noise)); }, nullptr, nullptr};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(1000 + jitter(noise)); }, nullptr, nullptr};
   PairedOptions o = Fast();
   o.budget_s = 0.5;
   o.target_rel_half_width = 0.001;
@@ -111,8 +111,8 @@ TEST(MeasurePaired, NoisyRatiosStopAtTheBudgetWithoutReachingTheTarget) {
 
 TEST(MeasurePaired, ACheckProblemEndsTheMeasurement) {
   FakeMachine m;
-  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(300); }, nullptr};
-  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(900); }, nullptr};
+  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(300); }, nullptr, nullptr};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(900); }, nullptr, nullptr};
   int checks = 0;
   PairedResult r = MeasurePaired(cand, ref, Fast(), [&](int64_t) -> std::optional<std::string> {
     return ++checks == 2 ? std::optional<std::string>("output differs") : std::nullopt;
@@ -137,7 +137,7 @@ TEST(MeasurePaired, OrderIsRandomisedPerRoundAndPrepareSeesTheRound) {
                     if (fresh) first.push_back(0);
                     m.t += std::chrono::microseconds(400);
                   },
-                  nullptr};
+                  nullptr, nullptr};
   PairedSide ref{[&](int64_t round) {
                    fresh = round != last_round;
                    last_round = round;
@@ -146,7 +146,7 @@ TEST(MeasurePaired, OrderIsRandomisedPerRoundAndPrepareSeesTheRound) {
                    if (fresh) first.push_back(1);
                    m.t += std::chrono::microseconds(400);
                  },
-                 nullptr};
+                 nullptr, nullptr};
   MeasurePaired(cand, ref, Fast(), {}, m.clock());
   const int ref_first = std::count(first.begin(), first.end(), 1);
   EXPECT_GT(ref_first, 3);
@@ -163,8 +163,8 @@ TEST(MeasurePaired, RealClockMeasuresBackgroundWorkAfterReturn) {
                       }
                     });
                   },
-                  nullptr};
-  PairedSide ref{nullptr, [] { std::this_thread::sleep_for(std::chrono::microseconds(300)); }, nullptr};
+                  nullptr, nullptr};
+  PairedSide ref{nullptr, [] { std::this_thread::sleep_for(std::chrono::microseconds(300)); }, nullptr, nullptr};
   PairedOptions o;
   o.budget_s = 0.5;
   o.quiesce_max_s = 0.05;

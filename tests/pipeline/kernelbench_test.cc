@@ -122,7 +122,7 @@ KernelBenchPackageSpec GemmSpec() {
 
 TEST(KernelBenchRender, Level2PackageFollowsTheCallingConvention) {
   std::map<std::string, std::string> files = RenderKernelBenchPackage(GemmSpec());
-  ASSERT_EQ(files.size(), 5u);
+  ASSERT_EQ(files.size(), 6u);
   const std::string& k = files["kernel.cpp"];
   EXPECT_TRUE(Has(k, "#include <torch/extension.h>")) << k;
   EXPECT_TRUE(Has(k, "torch::Tensor forward(torch::Tensor x, torch::Tensor gemm_weight, torch::Tensor gemm_bias, "
@@ -138,6 +138,12 @@ TEST(KernelBenchRender, Level2PackageFollowsTheCallingConvention) {
   EXPECT_TRUE(p.size() > 18 && p.substr(p.size() - 18) == "# [REFERENCE_END]\n") << p;
   EXPECT_TRUE(Has(files["config.yaml"], "task_name: kb_l2_12_gemm_multiply_leakyrelu\n"));
   EXPECT_TRUE(Has(files["config.yaml"], "task_origin: KernelBench\n"));
+  // The candidate runs in an executor process built from sides.py; task.py never imports it.
+  EXPECT_TRUE(Has(files["sides.py"], "def candidate():")) << files["sides.py"];
+  EXPECT_TRUE(Has(files["sides.py"], "def reference():")) << files["sides.py"];
+  EXPECT_TRUE(Has(files["task.py"], "Executor(\"sides:reference\" if use_reference else \"sides:candidate\""))
+      << files["task.py"];
+  EXPECT_FALSE(Has(files["task.py"], "import_module(EXTENSION_NAME)")) << files["task.py"];
   EXPECT_TRUE(Has(files["config.yaml"], "gpu_arch: cpu\n"));
   EXPECT_TRUE(Has(files["task.py"], "#   forward(torch::Tensor x, torch::Tensor gemm_weight,")) << files["task.py"];
   EXPECT_TRUE(Has(files["task.py"], "# [USER_INSTRUCTIONS_START]"));

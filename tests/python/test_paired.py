@@ -127,7 +127,8 @@ def test_identical_candidate_is_paired_and_near_one(task):
 
 def test_slower_candidate_has_a_speedup_below_one(task):
     _, rec, out = paired_run(task, "slow")
-    assert rec["ci"][1] < 0.8, (rec["speedup"], rec["ci"], out)
+    # Twice the work: about 0.5; the interval must exclude 1 (a loaded machine widens it, so no tighter bound).
+    assert rec["speedup"] < 0.8 and rec["ci"][1] < 1.0, (rec["speedup"], rec["ci"], out)
 
 
 @pytest.mark.parametrize("cheat, status", [

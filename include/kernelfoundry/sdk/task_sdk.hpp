@@ -353,12 +353,13 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
     if (po.contains("min_rounds")) o.min_rounds = po["min_rounds"].get<int64_t>();
     if (po.contains("seed")) o.seed = po["seed"].get<uint64_t>();
     const double suspicious_speedup = po.value("suspicious_speedup", 10.0);
-    kf::PairedResult r = kf::MeasurePaired({nullptr, target, sync}, {nullptr, ref.target, ref.sync}, o);
+    const kf::PairedSide cand_side{nullptr, target, sync, nullptr}, ref_side{nullptr, ref.target, ref.sync, nullptr};
+    kf::PairedResult r = kf::MeasurePaired(cand_side, ref_side, o);
     auto [status, detail] = PairedStatus(r, o.target_rel_half_width);
     nlohmann::ordered_json remeasured = nullptr;
     if (status != "suspicious" && r.speedup.median > suspicious_speedup) {
       o.seed += 7919;
-      kf::PairedResult again = kf::MeasurePaired({nullptr, target, sync}, {nullptr, ref.target, ref.sync}, o);
+      kf::PairedResult again = kf::MeasurePaired(cand_side, ref_side, o);
       const double change = again.speedup.median / r.speedup.median;
       remeasured = {{"speedup", again.speedup.median}, {"ci", {again.speedup.low, again.speedup.high}},
                     {"rounds", again.rounds}};

@@ -5,6 +5,9 @@ Calling convention of the extension: forward(*inputs, *model_state_tensors, *ini
 problem.get_inputs(), model_state_tensors = the reference model's state_dict() tensors in order and init_inputs
 = problem.get_init_inputs(). The reference model is built once with torch.manual_seed(MODEL_SEED).
 
+Isolation: the candidate (and, for the timing, the reference too) runs in an executor process (sides.py,
+kernelfoundry.executor); this test process owns the inputs (shared memory), the clock and the comparisons.
+
 Correctness: KernelBench's criterion |out - ref| <= atol + RTOL * |ref| (RTOL = 1e-2) for EVERY element,
 checked with kernelfoundry.testing.assert_allclose (epsilon = atol / RTOL, so that its
 |out - ref| / (|ref| + epsilon) < rtol is the same inequality), over the inputs of SEEDS; the inputs must not
@@ -13,7 +16,6 @@ be modified. atol is KernelBench's 1e-2 scaled by the reference output's magnitu
 "correct" on e.g. softmax over 4096 columns (outputs ~2.4e-4). Outputs of magnitude >= 1 keep KernelBench's 1e-2.
 """
 
-import importlib
 import inspect
 import sys
 from pathlib import Path
@@ -22,6 +24,7 @@ import pytest
 import torch
 
 from kernelfoundry import TestBase
+from kernelfoundry.executor import Executor
 from kernelfoundry.testing import assert_allclose
 
 TASK_DIR = Path(__file__).parent
@@ -73,24 +76,18 @@ def reference_model():
     return model
 
 
-@pytest.fixture(scope="session")
-def model_state(reference_model):
-    return [t.detach() for t in reference_model.state_dict().values()]
-
-
 def run_reference(model, inputs):
     with torch.no_grad():
         return model(*inputs)
 
 
 @pytest.fixture(scope="session")
-def kernel(use_reference, reference_model, model_state):
-    """The function under test, called with the problem's inputs only."""
-    if use_reference:
-        return lambda *inputs: run_reference(reference_model, inputs)
-    forward = importlib.import_module(EXTENSION_NAME).forward
-    init_inputs = list(problem.get_init_inputs())
-    return lambda *inputs: forward(*inputs, *model_state, *init_inputs)
+def kernel(use_reference):
+    """The function under test, called with the problem's inputs only, in a process of its own (sides.py via
+    kernelfoundry.executor): the candidate never runs in this process, so it cannot patch the checks, the
+    clock or the report; timing pairs two executors (candidate and reference) alike."""
+    # Not closed at teardown: pytest finalises the candidate side before the paired timing uses it (closed at exit).
+    return Executor("sides:reference" if use_reference else "sides:candidate", cwd=str(TASK_DIR))
 
 
 def _compile_options():

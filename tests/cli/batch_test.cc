@@ -1,0 +1,91 @@
+// kf run's batch mode (--candidates, src/cli/batch.hpp), run as a real process on the native omp_reduction
+// example: three candidates (correct, wrong values, not compiling) two at a time; every one gets its verdict
+// and its own stored job, the summary lists the correct one first, and a bad --candidates path runs nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "kernelfoundry/json.hpp"
+#include "test_util.hpp"
+
+namespace kf {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::BinaryDir;
+using testing::ReadFile;
+using testing::SourceDir;
+using testing::TempDir;
+using testing::WriteFile;
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct Ran {
+  int rc;
+  std::string out, err;
+};
+
+Ran Kf(const fs::path& tmp, const std::string& args) {
+  const fs::path out = tmp / "out", err = tmp / "err";
+  auto [rc, ignored] = testing::RunShell("{ KF_CACHE_DIR=" + Quote((tmp / "cache").string()) + " " +
+                                         Quote((BinaryDir() / "kf").string()) + " " + args + " >" +
+                                         Quote(out.string()) + " 2>" + Quote(err.string()) + "; }");
+  return {rc, ReadFile(out), ReadFile(err)};
+}
+
+TEST(BatchRun, EveryCandidateGetsItsVerdictAndJobSortedBySpeedup) {
+  TempDir tmp;
+  const fs::path examples = SourceDir() / "examples";
+  const fs::path cands = tmp.path() / "candidates";
+  fs::create_directories(cands);
+  fs::copy_file(examples / "candidates" / "omp_reduction" / "fast.cpp", cands / "a_fast.cpp");
+  fs::copy_file(examples / "candidates" / "omp_reduction" / "wrong.cpp", cands / "b_wrong.cpp");
+  WriteFile(cands / "c_broken.cpp", "double kf_sum_squares(const float* x, std::size_t n) { return x[0] + ; }\n");
+  const fs::path db = tmp.path() / "batch.sqlite3";
+  Ran r = Kf(tmp.path(), "run " + Quote((examples / "tasks" / "omp_reduction").string()) + " --candidates " +
+                             Quote(cands.string()) + " -j 2 --db " + Quote(db.string()) + " --json -");
+  ASSERT_EQ(r.rc, 0) << r.err;  // every candidate got a verdict (two of them negative)
+  Json doc = ParseJson(r.out, "stdout");
+  ASSERT_TRUE(doc.is_array() && doc.size() == 3) << r.out;
+  std::set<int64_t> jobs;
+  for (const Json& e : doc) {
+    EXPECT_TRUE(e["evaluated"].get<bool>()) << e.dump();
+    jobs.insert(e["job_id"].get<int64_t>());
+  }
+  EXPECT_EQ(jobs.size(), 3u);  // one stored job each
+  EXPECT_EQ(doc[0]["candidate"], (cands / "a_fast.cpp").string());  // JSON keeps the input order
+  EXPECT_TRUE(doc[0]["correct"].get<bool>()) << doc[0].dump();
+  EXPECT_GT(doc[0]["speedup"].get<double>(), 0);
+  EXPECT_EQ(doc[1]["status"], "value_mismatch") << doc[1].dump();
+  EXPECT_EQ(doc[2]["status"], "build_error") << doc[2].dump();
+  // The human summary (stderr with --json -): progress lines, then the table, the correct candidate first.
+  EXPECT_NE(r.err.find("kf run: done 3/3, running 0, queued 0, failed 0"), std::string::npos) << r.err;
+  const size_t table = r.err.find("speedup [95% CI]");
+  ASSERT_NE(table, std::string::npos) << r.err;
+  EXPECT_LT(r.err.find("a_fast.cpp", table), r.err.find("b_wrong.cpp", table)) << r.err;
+  EXPECT_NE(r.err.find("3 of 3 candidates evaluated, stored in"), std::string::npos) << r.err;
+
+  Ran results = Kf(tmp.path(), "results --db " + Quote(db.string()) + " --json");
+  ASSERT_EQ(results.rc, 0) << results.err;
+  EXPECT_EQ(ParseJson(results.out, "stdout").size(), 3u) << results.out;
+}
+
+TEST(BatchRun, AMissingCandidatePathRunsNothing) {
+  TempDir tmp;
+  const fs::path db = tmp.path() / "batch.sqlite3";
+  Ran r = Kf(tmp.path(), "run " + Quote((SourceDir() / "examples" / "tasks" / "omp_reduction").string()) +
+                             " --candidates " + Quote((tmp.path() / "nope").string()) + " --db " + Quote(db.string()));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("--candidates"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no such candidate file or directory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+}  // namespace
+}  // namespace kf
