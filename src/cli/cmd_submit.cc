@@ -27,9 +27,6 @@
 namespace kf::cli {
 namespace {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
 struct SubmitOptions {
   std::string task;
   std::vector<std::string> candidates;
