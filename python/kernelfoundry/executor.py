@@ -279,16 +279,34 @@ class Executor:
         except OSError:
             return 0.0
 
+    def runnable_threads(self) -> int:
+        """How many of the executor's threads are running or waiting for a CPU (state R in /proc)."""
+        count = 0
+        base = f"/proc/{self.proc.pid}/task"
+        try:
+            tids = os.listdir(base)
+        except OSError:
+            return 0
+        for tid in tids:
+            try:
+                with open(f"{base}/{tid}/stat", "rb") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            state = text[text.rfind(b")") + 2:text.rfind(b")") + 3]
+            count += state == b"R"
+        return count
+
     def settle(self, max_s: float = 0.05) -> float:
-        """Waits until the executor is idle (less than 50 µs of CPU per 200 µs, at most `max_s`) and returns
-        the CPU seconds it used after its last reply: work left running after returning (a background thread).
-        """
+        """Waits until the executor is idle (less than 50 µs of CPU per 200 µs and no thread running or waiting
+        for a CPU — on a loaded machine a busy thread may be waiting — at most `max_s`) and returns the CPU
+        seconds it used after its last reply: work left running after returning (a background thread)."""
         deadline = time.monotonic() + max_s
         last = self.cpu_seconds()
         while time.monotonic() < deadline:
             time.sleep(0.0002)
             now = self.cpu_seconds()
-            idle = now - last < 50e-6
+            idle = now - last < 50e-6 and self.runnable_threads() == 0
             last = now
             if idle:
                 break

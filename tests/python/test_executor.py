@@ -141,6 +141,15 @@ def paired(task, cheat="none"):
     return report["paired"][BENCH], out
 
 
+def paired_speedup(task, cheat, ok) -> tuple[dict, str]:
+    """A short (3 s) paired run whose speedup must satisfy ok(record); one more run when the first did not (a
+    loaded machine can disturb a 3 s measurement; two disturbed runs in a row fail the test)."""
+    rec, out = paired(task, cheat)
+    if not ok(rec):
+        rec, out = paired(task, cheat)
+    return rec, out
+
+
 # ---- the executor itself ----
 
 @pytest.fixture(scope="module")
@@ -214,7 +223,7 @@ def test_cpu_used_after_the_reply_is_measured(sides_dir, monkeypatch):
 # ---- a task whose function under test runs in an executor ----
 
 def test_identical_candidate_is_paired_across_two_executors_near_one(task):
-    rec, out = paired(task)
+    rec, out = paired_speedup(task, "none", lambda r: 0.8 < r["speedup"] < 1.25)
     assert rec["paired"] is True, out
     assert rec["status"] in ("correct", "noisy"), rec
     assert 0.8 < rec["speedup"] < 1.25, rec
@@ -222,7 +231,7 @@ def test_identical_candidate_is_paired_across_two_executors_near_one(task):
 
 
 def test_slower_candidate_has_a_speedup_below_one(task):
-    rec, out = paired(task, "slow")
+    rec, out = paired_speedup(task, "slow", lambda r: r["speedup"] < 0.8 and r["ci"][1] < 1.0)
     # Twice the work: about 0.5; the interval must exclude 1 (a loaded machine widens it, so no tighter bound).
     assert rec["speedup"] < 0.8 and rec["ci"][1] < 1.0, (rec, out[-2000:])
 
