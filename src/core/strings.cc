@@ -3,6 +3,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <random>
+
+#include <fmt/format.h>
 
 namespace kf {
 namespace {
@@ -63,6 +69,23 @@ std::string CapMiddle(std::string_view text, size_t cap) {
   out += "\n[... " + std::to_string(tail_start - head) + " characters omitted ...]\n";
   out += text.substr(tail_start);
   return out;
+}
+
+std::string RandomUuid4() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}() ^
+                             static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count())};
+  uint64_t a, b;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    a = rng();
+    b = rng();
+  }
+  a = (a & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+  b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
+  std::string hex = fmt::format("{:016x}{:016x}", a, b);
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
+         hex.substr(20);
 }
 
 }  // namespace kf

@@ -1,5 +1,5 @@
 // Small string helpers used across modules (internal: src/ is on every module's private include path).
-// Pure functions; thread-safe.
+// Pure functions (RandomUuid4 draws random numbers); thread-safe.
 #pragma once
 
 #include <string>
@@ -23,5 +23,9 @@ bool ContainsNoCase(std::string_view haystack, std::string_view needle);
 /// Keeps the first quarter and the rest from the end of `text` when it is longer than `cap` bytes, cutting on
 /// UTF-8 boundaries and marking the cut "\n[... N characters omitted ...]\n".
 std::string CapMiddle(std::string_view text, size_t cap);
+
+/// A random (version 4, RFC 4122 §4.4) UUID in its canonical text form "xxxxxxxx-xxxx-4xxx-[89ab]xxx-…"
+/// (36 characters, lower-case hex). Thread-safe.
+std::string RandomUuid4();
 
 }  // namespace kf

@@ -1,11 +1,9 @@
 // Broker URLs (kombu's amqp:// form and the reference's RABBITMQ_* environment) and task-id UUIDs.
-#include <chrono>
 #include <cstdlib>
-#include <mutex>
-#include <random>
 
 #include <fmt/format.h>
 
+#include "core/strings.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/queue.hpp"
 
@@ -106,21 +104,6 @@ std::string DefaultBrokerUrl() {
                      Env("RABBITMQ_IP", "localhost"));
 }
 
-std::string NewUuid() {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}() ^
-                             static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count())};
-  uint64_t a, b;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    a = rng();
-    b = rng();
-  }
-  a = (a & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
-  b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
-  std::string hex = fmt::format("{:016x}{:016x}", a, b);
-  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
-         hex.substr(20);
-}
+std::string NewUuid() { return RandomUuid4(); }
 
 }  // namespace kf

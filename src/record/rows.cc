@@ -1,10 +1,8 @@
 // The database rows and the JSON document of an evaluation (see kernelfoundry/record.hpp; spec §5.6).
-#include <chrono>
-#include <mutex>
-#include <random>
 
 #include <fmt/format.h>
 
+#include "core/strings.hpp"
 #include "kernelfoundry/record.hpp"
 
 namespace kf {
@@ -17,30 +15,9 @@ Json ConfigString(const Json& config, const char* key) {
   return nullptr;
 }
 
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
-  return out;
-}
-
 }  // namespace
 
-std::string NewUuid4() {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}() ^
-                             static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count())};
-  uint64_t a, b;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    a = rng();
-    b = rng();
-  }
-  a = (a & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
-  b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
-  std::string hex = fmt::format("{:016x}{:016x}", a, b);
-  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
-         hex.substr(20);
-}
+std::string NewUuid4() { return RandomUuid4(); }
 
 std::string CachedNote(const Evaluation& ev) {
   if (ev.cached.is_null()) return "";
