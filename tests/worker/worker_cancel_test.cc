@@ -180,6 +180,11 @@ TEST_F(WorkerCancel, RevokeWithTerminateStopsTheRunningJob) {
   StartWorker(o);
   const std::string id = Send(celery::kSleepTaskName, Json::array({"polite", 30}));
   WaitStarted(id);
+  // A broadcast reaches only a worker whose control queue is bound: wait until it answers a ping (under load
+  // the job can start before the control consumer is ready, and a revoke sent then is lost, as with Celery).
+  for (int i = 0; i < 50 && !Client().Broadcast({"ping"}, milliseconds(200))["ping"].count(worker_->node_name());
+       ++i) {
+  }
   const auto t0 = Clock::now();
   Client().Revoke({id}, /*terminate=*/true);
   celery::TaskResult r = Wait(id);
