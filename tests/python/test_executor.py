@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
 
-from conftest import PYTHON_DIR, task_env, write_task
+from conftest import PYTHON_DIR, run_task_pytest, task_env, write_task
 
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(PYTHON_DIR))
@@ -59,10 +58,11 @@ SIDES = textwrap.dedent('''
                 return torch.empty_like(x)
             if CHEAT == "background":
                 out = torch.empty_like(x)
-                def work():
-                    end = time.perf_counter() + 0.004
+                def work():  # 4 ms of torch calls, which let go of the GIL (a pure-Python loop would hold
+                    end = time.perf_counter() + 0.004  # it and delay the reply until the work is done)
+                    m = torch.ones(96, 96)
                     while time.perf_counter() < end:
-                        pass
+                        torch.mm(m, m)
                     torch.mul(torch.relu(x + b), s, out=out)
                 threading.Thread(target=work).start()
                 return out
@@ -119,20 +119,8 @@ def task(tmp_path_factory):
 
 def run_pytest(task, cheat: str, *args: str) -> tuple[dict, str, int]:
     """pytest on the task with kf's result pipe; returns (report, output, exit status)."""
-    read_fd, write_fd = os.pipe()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", "--color=no", "-p", "no:cacheprovider",
-                                 f"--kf-result-fd={write_fd}", *args, "task.py"], cwd=task,
-                                env=task_env(CHEAT=cheat, KF_THREADS="1"), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, pass_fds=(write_fd,))
-        os.close(write_fd)
-        data = b""
-        while chunk := os.read(read_fd, 1 << 16):
-            data += chunk
-        out = proc.communicate(timeout=300)[0]
-    finally:
-        os.close(read_fd)
-    return (json.loads(data) if data else {}), out, proc.returncode
+    proc, report = run_task_pytest(task, *args, env=task_env(CHEAT=cheat, KF_THREADS="1"))
+    return (report or {}), proc.stdout, proc.returncode
 
 
 def paired(task, cheat="none"):
