@@ -6,7 +6,8 @@
 // evaluations with eval_config.timing.mode = separate (each side timed in its own process, as before paired
 // timing).
 //
-// Usage: noise_bench [--runs N] [--budget S] [--separate-runs M]   (defaults 10, 20 = kf's default, 3)
+// Usage: noise_bench [--runs N] [--budget S] [--separate-runs M] [--only TEXT]
+//        (defaults 10, 20 = kf's default, 3; --only runs just the rows whose name contains TEXT)
 // Needs the examples (KF_SOURCE_DIR) and a built kf python package; compiled extensions are cached in
 // $KF_CACHE_DIR (first run compiles them).
 #include <signal.h>
@@ -125,11 +126,13 @@ void Print(const Row& r, bool identical) {
 int main(int argc, char** argv) {
   int runs = 10, separate_runs = 3;
   double budget = 20;
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--runs") runs = std::atoi(argv[i + 1]);
     else if (a == "--budget") budget = std::atof(argv[i + 1]);
     else if (a == "--separate-runs") separate_runs = std::atoi(argv[i + 1]);
+    else if (a == "--only") only = argv[i + 1];
   }
   const fs::path examples = fs::path(KF_SOURCE_DIR) / "examples";
   const fs::path work = fs::temp_directory_path() / ("kf_noise_bench_" + std::to_string(getpid()));
@@ -159,6 +162,7 @@ int main(int argc, char** argv) {
       for (const char* mode : {"paired", "separate"}) {
         const kf::Task task = Load(t.dir, mode, budget);
         Row row{std::string(t.name) + " identical, " + mode + (hog ? ", with hog" : ", quiet"), {}};
+        if (row.name.find(only) == std::string::npos) continue;
         std::unique_ptr<Hog> h;
         if (hog) h = std::make_unique<Hog>(static_cast<int>(std::max(1L, cores - 1)));
         const int n = std::string(mode) == "paired" ? runs : separate_runs;
@@ -177,8 +181,9 @@ int main(int argc, char** argv) {
   for (const char* file : {"fast.cpp", "three_temporaries.cpp"}) {
     const std::string code = ReadFile(examples / "candidates" / "bias_relu" / file);
     for (const char* mode : {"paired", "separate"}) {
-      const kf::Task task = Load(examples / "tasks" / "bias_relu", mode, budget);
       Row row{std::string("bias_relu ") + file + ", " + mode + ", quiet", {}};
+      if (row.name.find(only) == std::string::npos) continue;
+      const kf::Task task = Load(examples / "tasks" / "bias_relu", mode, budget);
       const int n = std::string(mode) == "paired" ? runs : separate_runs;
       for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, code, work));
       Print(row, false);
