@@ -64,6 +64,45 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+const char* const kPyScaleTaskPy = R"PY(import pytest
+
+from kernelfoundry import TestBase
+
+import kernel
+
+
+def reference_scale(xs, factor=2):
+    # [REFERENCE_START]
+    return [factor * x for x in xs]
+    # [REFERENCE_END]
+
+
+@pytest.fixture(scope="session")
+def impl(use_reference, template_args_wrapper):
+    if use_reference:
+        return reference_scale
+    return template_args_wrapper(kernel.scale)
+
+
+class TestScale(TestBase):
+    def test_output_shapes_match(self, impl):
+        assert len(impl([1, 2, 3])) == 3
+
+    def test_values(self, impl):
+        assert impl([1, 2, 3]) == [2, 4, 6]
+
+    @pytest.mark.performance
+    def test_benchmark(self, impl, measure_runtime):
+        measure_runtime(impl, lambda: None, args=([1.0] * 64,), auto_replicate_inputs_size=0)
+)PY";
+
+void WritePyScaleTask(const std::filesystem::path& dir, const std::string& config_yaml) {
+  WriteFile(dir / "config.yaml", config_yaml);
+  WriteFile(dir / "conftest.py", "from kernelfoundry.conftest import *\n");
+  WriteFile(dir / "kernel.py", "# [EVOLVE_START]\ndef scale(xs):\n    return [2 * x for x in xs]\n# [EVOLVE_END]\n");
+  WriteFile(dir / "task.py", kPyScaleTaskPy);
+}
+
 std::pair<int, std::string> RunShell(const std::string& cmd) {
   std::string full = cmd + " 2>&1";
   FILE* pipe = popen(full.c_str(), "r");

@@ -57,6 +57,11 @@ bool CorrectAndTimed(const Json& status);
 /// or "status: noisy - …", each followed by the reference-compatible status "correct".
 bool HasCorrectVerdictLine(const std::string& out);
 
+/// Writes the files of the small pure-Python task "py_scale" into `dir`: `config_yaml` as config.yaml, the
+/// conftest, kernel.py with the EVOLVE block `scale(xs)` = [2x…] and task.py (reference 2x, two correctness
+/// tests, one performance test). Used by the end-to-end tests of `kf run` that need a task in seconds.
+void WritePyScaleTask(const std::filesystem::path& dir, const std::string& config_yaml);
+
 /// Runs a shell command, returns {exit status, stdout+stderr}.
 std::pair<int, std::string> RunShell(const std::string& cmd);
 

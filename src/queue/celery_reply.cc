@@ -75,35 +75,28 @@ QueueSpec PidboxReplyQueue(const std::string& oid) {
 }
 
 Json QueueAsDict(const std::string& queue) {
-  Json exchange = Json::object();
-  exchange["name"] = queue;
-  exchange["type"] = "direct";
-  exchange["arguments"] = nullptr;
-  exchange["durable"] = true;
-  exchange["passive"] = false;
-  exchange["auto_delete"] = false;
-  exchange["delivery_mode"] = nullptr;
-  exchange["no_declare"] = false;
-  Json q = Json::object();
-  q["name"] = queue;
-  q["exchange"] = std::move(exchange);
-  q["routing_key"] = queue;
-  q["queue_arguments"] = nullptr;
-  q["binding_arguments"] = nullptr;
-  q["consumer_arguments"] = nullptr;
-  q["durable"] = true;
-  q["exclusive"] = false;
-  q["auto_delete"] = false;
-  q["no_ack"] = false;
-  q["alias"] = nullptr;
-  q["bindings"] = Json::array();
-  q["no_declare"] = nullptr;
-  q["expires"] = nullptr;
-  q["message_ttl"] = nullptr;
-  q["max_length"] = nullptr;
-  q["max_length_bytes"] = nullptr;
-  q["max_priority"] = nullptr;
-  return q;
+  // The keys in kombu's order (Queue.as_dict / Exchange.as_dict, spec/celery-interop.md).
+  Json exchange = {{"name", queue},          {"type", "direct"},   {"arguments", nullptr},
+                   {"durable", true},        {"passive", false},   {"auto_delete", false},
+                   {"delivery_mode", nullptr}, {"no_declare", false}};
+  return Json{{"name", queue},
+              {"exchange", std::move(exchange)},
+              {"routing_key", queue},
+              {"queue_arguments", nullptr},
+              {"binding_arguments", nullptr},
+              {"consumer_arguments", nullptr},
+              {"durable", true},
+              {"exclusive", false},
+              {"auto_delete", false},
+              {"no_ack", false},
+              {"alias", nullptr},
+              {"bindings", Json::array()},
+              {"no_declare", nullptr},
+              {"expires", nullptr},
+              {"message_ttl", nullptr},
+              {"max_length", nullptr},
+              {"max_length_bytes", nullptr},
+              {"max_priority", nullptr}};
 }
 
 void DeclareTaskQueue(Broker& broker, const std::string& queue) {

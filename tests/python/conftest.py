@@ -86,6 +86,29 @@ def run_py(args: list, cwd: Path, timeout: float = 300, **env: str) -> subproces
                           text=True, timeout=timeout)
 
 
+def run_task_pytest(task: Path, *args: str, env: dict, prefix: tuple = (), merge_output: bool = True,
+                       timeout: float = 300) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """Runs ``[*prefix, python -m pytest --color=no -p no:cacheprovider --kf-result-fd=N *args task.py]`` in
+    `task` with `env`, N being the write end of a pipe read here (kf's result pipe). Returns the finished
+    process (stdout text; stderr merged into it when `merge_output`, else separate) and the report the plugin
+    wrote on the pipe (None when it wrote nothing)."""
+    read_fd, write_fd = os.pipe()
+    argv = [*map(str, prefix), sys.executable, "-m", "pytest", "--color=no", "-p", "no:cacheprovider",
+            f"--kf-result-fd={write_fd}", *args, "task.py"]
+    try:
+        proc = subprocess.Popen(argv, cwd=task, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT if merge_output else subprocess.PIPE, text=True,
+                                pass_fds=(write_fd,))
+        os.close(write_fd)
+        data = b""
+        while chunk := os.read(read_fd, 1 << 16):
+            data += chunk
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        os.close(read_fd)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err), (json.loads(data) if data else None)
+
+
 def collect_json(stdout: str) -> dict:
     lines = [line for line in stdout.splitlines() if line.startswith("KF_COLLECT_JSON:")]
     assert len(lines) == 1, stdout

@@ -5,14 +5,11 @@ is plain Python (the C++-extension forms of the same cheats run end to end in te
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from conftest import task_env, write_task
+from conftest import run_task_pytest, task_env, write_task
 
 torch = pytest.importorskip("torch")
 
@@ -91,23 +88,10 @@ def task(tmp_path_factory):
 
 
 def paired_run(task, cheat="none", options=FAST):
-    read_fd, write_fd = os.pipe()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", "--color=no", "-p", "no:cacheprovider",
-                                 f"--kf-result-fd={write_fd}", "-m", "performance", "--kf-paired",
-                                 f"--kf-paired-options={options}", "task.py"], cwd=task,
-                                env=task_env(CHEAT=cheat, KF_THREADS="1"), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, pass_fds=(write_fd,))
-        os.close(write_fd)
-        data = b""
-        while chunk := os.read(read_fd, 1 << 16):
-            data += chunk
-        out = proc.communicate(timeout=300)[0]
-    finally:
-        os.close(read_fd)
-    assert data, out
-    report = json.loads(data)
-    return report, report["paired"]["task.py::TestPaired::test_bench"], out
+    proc, report = run_task_pytest(task, "-m", "performance", "--kf-paired", f"--kf-paired-options={options}",
+                                      env=task_env(CHEAT=cheat, KF_THREADS="1"))
+    assert report, proc.stdout
+    return report, report["paired"]["task.py::TestPaired::test_bench"], proc.stdout
 
 
 def test_identical_candidate_is_paired_and_near_one(task):

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from conftest import FAST_MEASURE, collect_json, run_py, write_task
+from conftest import FAST_MEASURE, collect_json, run_task_pytest, run_py, task_env, write_task
 
 TASK = textwrap.dedent('''
     import os
@@ -141,29 +141,8 @@ def test_collect_plugin_and_runner(task, tmp_path):
 
 def pytest_report(task, *args, **env):
     """Runs pytest with --kf-result-fd on a pipe; returns (CompletedProcess, report dict or None)."""
-    import os
-    import subprocess
-    import sys
-    from conftest import task_env
     env.setdefault("KERNELFOUNDRY_MEASURE_OPTIONS", FAST_MEASURE)
-    read_fd, write_fd = os.pipe()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", "--color=no", "-p", "no:cacheprovider",
-                                 f"--kf-result-fd={write_fd}", *args, "task.py"], cwd=task, env=task_env(**env),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(write_fd,))
-        os.close(write_fd)
-        chunks = []
-        while True:
-            chunk = os.read(read_fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        out, err = proc.communicate(timeout=300)
-    finally:
-        os.close(read_fd)
-    data = b"".join(chunks)
-    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    return result, (json.loads(data) if data else None)
+    return run_task_pytest(task, *args, env=task_env(**env), merge_output=False)
 
 
 def test_result_report_lists_every_test_and_the_runtimes(task):

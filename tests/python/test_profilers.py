@@ -3,18 +3,16 @@ driving it from measure_runtime, and the timed-call count the plugin reports (is
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import FAST_MEASURE, task_env, write_task
+from conftest import FAST_MEASURE, run_task_pytest, task_env, write_task
 
 from kernelfoundry import measure, profilers
 
@@ -111,24 +109,12 @@ def test_plugin_under_perf_counts_the_timed_phase_and_reports_timed_calls(tmp_pa
     task = write_task(tmp_path / "task", TASK)
     ctl, ack = _fifos(tmp_path)
     out = tmp_path / "perf.csv"
-    read_fd, write_fd = os.pipe()
     env = task_env(KERNELFOUNDRY_MEASURE_OPTIONS=FAST_MEASURE, KF_PERF_CTL_FIFO=str(ctl), KF_PERF_ACK_FIFO=str(ack))
-    try:
-        proc = subprocess.Popen([PERF, "stat", "-x", ",", "-e", "task-clock,page-faults", "-D", "-1", "--control",
-                                 f"fifo:{ctl},{ack}", "-o", str(out), "--", sys.executable, "-m", "pytest",
-                                 "--color=no", "-p", "no:cacheprovider", "-m", "performance",
-                                 f"--kf-result-fd={write_fd}", "task.py"],
-                                cwd=task, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                pass_fds=(write_fd,))
-        os.close(write_fd)
-        data = b""
-        while chunk := os.read(read_fd, 1 << 16):
-            data += chunk
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        os.close(read_fd)
+    perf = [PERF, "stat", "-x", ",", "-e", "task-clock,page-faults", "-D", "-1", "--control", f"fifo:{ctl},{ack}",
+            "-o", str(out), "--"]
+    proc, report = run_task_pytest(task, "-m", "performance", env=env, prefix=perf, merge_output=False)
+    stdout, stderr = proc.stdout, proc.stderr
     assert proc.returncode == 0, stdout + stderr
-    report = json.loads(data)
     assert report["timed_calls"] > 0
     counters = _counters(out)
     assert counters["task-clock"][0] not in ("<not counted>", "<not supported>"), out.read_text()

@@ -188,6 +188,13 @@ TEST(CeleryTopology, DeclarationsAreCelerys) {
   EXPECT_EQ(celery::BuildQueueName("SYCL"), "build_custom_task_sycl");
   EXPECT_EQ(celery::TestQueueName("Ampere"), "test_custom_task_Ampere");
   EXPECT_EQ(celery::QueueAsDict("q")["name"], "q");
+  // kombu's key order (what `active_queues` replies carry on the wire).
+  EXPECT_EQ(celery::QueueAsDict("q").dump(),
+            R"({"name":"q","exchange":{"name":"q","type":"direct","arguments":null,"durable":true,"passive":false,)"
+            R"("auto_delete":false,"delivery_mode":null,"no_declare":false},"routing_key":"q","queue_arguments":null,)"
+            R"("binding_arguments":null,"consumer_arguments":null,"durable":true,"exclusive":false,"auto_delete":false,)"
+            R"("no_ack":false,"alias":null,"bindings":[],"no_declare":null,"expires":null,"message_ttl":null,)"
+            R"("max_length":null,"max_length_bytes":null,"max_priority":null})");
 }
 
 TEST(CeleryControl, RequestAndReplyRoundTrip) {

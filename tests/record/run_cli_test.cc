@@ -16,49 +16,14 @@ using testing::Backend;
 using testing::RunShell;
 using testing::WriteFile;
 
-const char* kTaskPy = R"PY(import pytest
-
-from kernelfoundry import TestBase
-
-import kernel
-
-
-def reference_scale(xs, factor=2):
-    # [REFERENCE_START]
-    return [factor * x for x in xs]
-    # [REFERENCE_END]
-
-
-@pytest.fixture(scope="session")
-def impl(use_reference, template_args_wrapper):
-    if use_reference:
-        return reference_scale
-    return template_args_wrapper(kernel.scale)
-
-
-class TestScale(TestBase):
-    def test_output_shapes_match(self, impl):
-        assert len(impl([1, 2, 3])) == 3
-
-    def test_values(self, impl):
-        assert impl([1, 2, 3]) == [2, 4, 6]
-
-    @pytest.mark.performance
-    def test_benchmark(self, impl, measure_runtime):
-        measure_runtime(impl, lambda: None, args=([1.0] * 64,), auto_replicate_inputs_size=0)
-)PY";
-
 /// Writes the py_scale package into `dir`, with an overrides.yml that changes gpu_arch and test_timeout.
 void WritePyScale(const std::filesystem::path& dir) {
-  WriteFile(dir / "config.yaml",
-            "task_name: py_scale\njob_name: py_scale_test\ntask_origin: custom\nlanguage: python\n"
-            "gpu_arch: cpu\nhas_build_step: false\nhas_reference_build_step: false\ntest_reference: true\n"
-            "test_timeout: 120\neval_config:\n  warmup_min_time: 0.02\n  perf_trials_min_time: 0.1\n");
+  testing::WritePyScaleTask(
+      dir, "task_name: py_scale\njob_name: py_scale_test\ntask_origin: custom\nlanguage: python\n"
+           "gpu_arch: cpu\nhas_build_step: false\nhas_reference_build_step: false\ntest_reference: true\n"
+           "test_timeout: 120\neval_config:\n  warmup_min_time: 0.02\n  perf_trials_min_time: 0.1\n");
   // What the run must use: the overrides, not config.yaml (spec §1.5: task config < overrides).
   WriteFile(dir / "overrides.yml", "gpu_arch: ovr_arch\ntest_timeout: 77\n");
-  WriteFile(dir / "conftest.py", "from kernelfoundry.conftest import *\n");
-  WriteFile(dir / "kernel.py", "# [EVOLVE_START]\ndef scale(xs):\n    return [2 * x for x in xs]\n# [EVOLVE_END]\n");
-  WriteFile(dir / "task.py", kTaskPy);
 }
 
 class RunCliTest : public testing::BackendTest {

@@ -168,50 +168,15 @@ TEST(VerdictCache, FingerprintHoldsTheChildrensEnvironment) {
   EXPECT_NE(WorkerFingerprint("native"), before) << "an edited SDK source must not reuse verdicts";
 }
 
-const char* kTaskPy = R"PY(import pytest
-
-from kernelfoundry import TestBase
-
-import kernel
-
-
-def reference_scale(xs, factor=2):
-    # [REFERENCE_START]
-    return [factor * x for x in xs]
-    # [REFERENCE_END]
-
-
-@pytest.fixture(scope="session")
-def impl(use_reference, template_args_wrapper):
-    if use_reference:
-        return reference_scale
-    return template_args_wrapper(kernel.scale)
-
-
-class TestScale(TestBase):
-    def test_output_shapes_match(self, impl):
-        assert len(impl([1, 2, 3])) == 3
-
-    def test_values(self, impl):
-        assert impl([1, 2, 3]) == [2, 4, 6]
-
-    @pytest.mark.performance
-    def test_benchmark(self, impl, measure_runtime):
-        measure_runtime(impl, lambda: None, args=([1.0] * 64,), auto_replicate_inputs_size=0)
-)PY";
-
 TEST(VerdictCacheCli, IdenticalRunReusesTheVerdictAndRecordsAJob) {
   const std::filesystem::path kf = testing::BinaryDir() / "kf";
   if (!std::filesystem::exists(kf)) GTEST_SKIP() << "kf is not built (ninja kf)";
   TempDir tmp;
   const std::filesystem::path dir = tmp.path() / "py_scale_vc";
-  WriteFile(dir / "config.yaml",
-            "task_name: py_scale_vc\njob_name: vc\ntask_origin: custom\nlanguage: python\ngpu_arch: cpu\n"
-            "has_build_step: false\nhas_reference_build_step: false\ntest_timeout: 120\n"
-            "eval_config:\n  warmup_min_time: 0.02\n  perf_trials_min_time: 0.1\n");
-  WriteFile(dir / "conftest.py", "from kernelfoundry.conftest import *\n");
-  WriteFile(dir / "kernel.py", "# [EVOLVE_START]\ndef scale(xs):\n    return [2 * x for x in xs]\n# [EVOLVE_END]\n");
-  WriteFile(dir / "task.py", kTaskPy);
+  testing::WritePyScaleTask(
+      dir, "task_name: py_scale_vc\njob_name: vc\ntask_origin: custom\nlanguage: python\ngpu_arch: cpu\n"
+           "has_build_step: false\nhas_reference_build_step: false\ntest_timeout: 120\n"
+           "eval_config:\n  warmup_min_time: 0.02\n  perf_trials_min_time: 0.1\n");
   WriteFile(tmp.path() / "wrong.py", "def scale(xs):\n    return [3 * x for x in xs]\n");
   WriteFile(tmp.path() / "wrong2.py", "def scale(xs):\n    return [4 * x for x in xs]\n");
   const std::string db = (tmp.path() / "k.sqlite3").string();

@@ -15,6 +15,7 @@
 #include "kernelfoundry/worker.hpp"
 #include "test_util.hpp"
 #include "worker/fake_stage_util.hpp"
+#include "worker/in_process_worker_util.hpp"
 
 namespace kf {
 namespace {
@@ -23,77 +24,27 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 using testing::PhaseSpan;
 
-class WorkerCancel : public ::testing::Test {
+class WorkerCancel : public testing::InProcessWorkerTest {
  protected:
-  void SetUp() override { queue_ = "test_custom_task_cancel" + NewUuid().substr(0, 8); }
-  void TearDown() override {
-    if (thread_.joinable()) StopWorker(true);
-  }
+  WorkerCancel() : InProcessWorkerTest("test_custom_task_cancel") {}
 
   WorkerOptions Options() {
-    WorkerOptions o;
-    o.connect = hub_.Factory();
-    o.broker_display = "memory://";
-    o.queues = {queue_};
-    o.node_name = "kfcancel-" + NewUuid().substr(0, 6) + "@%h";
-    o.run_in_process = true;
-    o.reconnect_min = milliseconds(10);
-    o.reconnect_max = milliseconds(50);
+    WorkerOptions o = BaseOptions("kfcancel-" + NewUuid().substr(0, 6) + "@%h");
     o.device_slots = &slots_;
-    o.log = [this](const std::string& line) {
-      std::lock_guard<std::mutex> lock(mu_);
-      lines_ += line + "\n";
-    };
     return o;
   }
-  void StartWorker(WorkerOptions o) {
-    worker_ = std::make_unique<Worker>(std::move(o));
-    thread_ = std::thread([this] { worker_->Run(); });
-  }
-  void StopWorker(bool immediate = false) {
-    worker_->RequestStop(immediate);
-    thread_.join();
-  }
-  CeleryClient& Client() {
-    if (!client_) client_ = std::make_unique<CeleryClient>(hub_.Connect());
-    return *client_;
-  }
   std::string Send(std::string_view task, const Json& args, celery::SendOptions o = {}) {
-    o.queue = queue_;
-    return Client().Send(task, args, o);
+    return SendTask(task, args, std::move(o));
   }
-  celery::TaskResult Wait(const std::string& id, int ms = 10000) {
-    auto r = Client().WaitAny({id}, milliseconds(ms));
-    if (!r) {
-      ADD_FAILURE() << "no result for " << id << "\n" << Lines();
-      return {};
-    }
-    return *r;
-  }
+  celery::TaskResult Wait(const std::string& id, int ms = 10000) { return InProcessWorkerTest::Wait(id, ms); }
   void WaitStarted(const std::string& id) {
     const auto t0 = Clock::now();
     while (Client().Started(id).is_null() && Clock::now() - t0 < milliseconds(10000)) {
       Client().WaitAny({}, milliseconds(10));
     }
   }
-  std::string Lines() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return lines_;
-  }
-  static std::string ExcType(const celery::TaskResult& r) { return r.result.value("exc_type", ""); }
-  static std::string ExcMessage(const celery::TaskResult& r) {
-    const Json& m = r.result.value("exc_message", Json::array());
-    return m.empty() ? "" : m[0].get<std::string>();
-  }
 
-  MemoryBroker hub_;
   DeviceSlots slots_;
-  std::string queue_;
-  std::mutex mu_;
-  std::string lines_;
-  std::unique_ptr<Worker> worker_;
-  std::thread thread_;
-  std::unique_ptr<CeleryClient> client_;
 };
 
 // A body that sleeps `args[1]` seconds; it stops early when asked unless args[0] is "stubborn", and notes

@@ -12,6 +12,7 @@
 #include "kernelfoundry/farm.hpp"
 #include "kernelfoundry/worker.hpp"
 #include "test_util.hpp"
+#include "worker/in_process_worker_util.hpp"
 
 namespace kf {
 namespace {
@@ -84,69 +85,26 @@ TaskBodyResult FakeBody(std::string_view, const Json& args, const Json&, const T
   return r;
 }
 
-class WorkerTest : public ::testing::Test {
+class WorkerTest : public testing::InProcessWorkerTest {
  protected:
-  void SetUp() override { queue_ = "test_custom_task_fake" + NewUuid().substr(0, 8); }
-  void TearDown() override {
-    if (thread_.joinable()) StopWorker(true);
-  }
+  WorkerTest() : InProcessWorkerTest("test_custom_task_fake") {}
 
   WorkerOptions Options() {
-    WorkerOptions o;
+    WorkerOptions o = BaseOptions("kftest@%h");
     auto log = log_;
     auto mu = mu_;
     o.connect = [this, log, mu] { return std::make_unique<RecordingBroker>(hub_.Connect(), log, mu); };
-    o.broker_display = "memory://";
-    o.queues = {queue_};
-    o.node_name = "kftest@%h";
-    o.run_in_process = true;
     o.body = FakeBody;
-    o.reconnect_min = milliseconds(10);
-    o.reconnect_max = milliseconds(50);
-    o.log = [this](const std::string& line) {
-      std::lock_guard<std::mutex> lock(*mu_);
-      lines_.push_back(line);
-    };
     return o;
   }
-  void StartWorker(WorkerOptions o) {
-    worker_ = std::make_unique<Worker>(std::move(o));
-    thread_ = std::thread([this] { worker_->Run(); });
-  }
-  void StopWorker(bool immediate = false) {
-    worker_->RequestStop(immediate);
-    thread_.join();
-  }
-  CeleryClient& Client() {
-    if (!client_) client_ = std::make_unique<CeleryClient>(hub_.Connect());
-    return *client_;
-  }
   std::string Send(const Json& args, celery::SendOptions o = {}) {
-    o.queue = queue_;
-    return Client().Send(celery::kSleepTaskName, args, o);
+    return SendTask(celery::kSleepTaskName, args, std::move(o));
   }
-  celery::TaskResult Wait(const std::string& id, int ms = 5000) {
-    auto r = Client().WaitAny({id}, milliseconds(ms));
-    if (!r) {
-      ADD_FAILURE() << "no result for " << id;
-      return {};
-    }
-    return *r;
-  }
+  celery::TaskResult Wait(const std::string& id, int ms = 5000) { return InProcessWorkerTest::Wait(id, ms); }
+  /// What the worker's connections published and acked, in order.
   std::vector<std::string> Log() {
     std::lock_guard<std::mutex> lock(*mu_);
     return *log_;
-  }
-  std::string Lines() {
-    std::lock_guard<std::mutex> lock(*mu_);
-    std::string out;
-    for (const auto& l : lines_) out += l + "\n";
-    return out;
-  }
-  static std::string ExcType(const celery::TaskResult& r) { return r.result.value("exc_type", ""); }
-  static std::string ExcMessage(const celery::TaskResult& r) {
-    const Json& m = r.result.value("exc_message", Json::array());
-    return m.empty() ? "" : m[0].get<std::string>();
   }
   // Puts a message into the queue that a (simulated) worker received and lost `losses` times.
   void PublishLost(const Json& args, int losses, int header_count = -1) {
@@ -166,15 +124,9 @@ class WorkerTest : public ::testing::Test {
     }  // each closes without an ack: redelivered
   }
 
-  MemoryBroker hub_;
-  std::string queue_;
   std::string lost_id_;
   std::shared_ptr<std::vector<std::string>> log_ = std::make_shared<std::vector<std::string>>();
   std::shared_ptr<std::mutex> mu_ = std::make_shared<std::mutex>();
-  std::vector<std::string> lines_;
-  std::unique_ptr<Worker> worker_;
-  std::thread thread_;
-  std::unique_ptr<CeleryClient> client_;
 };
 
 TEST_F(WorkerTest, RepliesStartedThenSuccessAndAcksOnlyAfterTheReply) {
