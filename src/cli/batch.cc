@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -16,6 +18,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/load_task.hpp"
+#include "cli/run_common.hpp"
 #include "cli/text_table.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
@@ -38,6 +41,7 @@ struct Outcome {
   double runtime_ms = -1;
   bool correct = false;
   std::optional<RecordedRun> recorded;
+  bool cached = false;  // the verdict came from the verdict cache
   std::string error;
   double seconds = 0;
 };
@@ -97,6 +101,7 @@ void Fill(Outcome& out, const Evaluation& ev) {
   out.speedup = ev.result.runtime_improvement;
   out.runtime_ms = ev.result.runtime;
   out.correct = IsCorrectVerdict(ev.result);
+  out.cached = !ev.cached.is_null();
   if (ev.result.benchmarks.size() == 1 && ev.result.benchmarks.front().paired) {
     out.ci_low = ev.result.benchmarks.front().speedup_ci_low;
     out.ci_high = ev.result.benchmarks.front().speedup_ci_high;
@@ -148,31 +153,55 @@ int RunBatch(const Task& task, const std::vector<std::string>& files, const Batc
   codes.reserve(files.size());
   for (const std::string& f : files) codes.push_back(ReadInput(f));
 
+  // Copies of one candidate (same content): with the verdict cache on, the first is evaluated and the copies,
+  // queued after every first occurrence, wait for it and then find its verdict in the cache (a verdict that is
+  // not cacheable, e.g. noisy, is measured again).
+  const bool use_cache = o.verdict_cache && o.evaluate.runner == nullptr;
+  std::vector<size_t> first_of(files.size()), order;
+  std::map<std::string, size_t> first_index;
+  for (size_t i = 0; i < files.size(); ++i) first_of[i] = first_index.emplace(codes[i], i).first->second;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (first_of[i] == i) order.push_back(i);
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (first_of[i] != i) order.push_back(i);
+  }
+  std::mutex finished_mu;
+  std::condition_variable finished_cv;
+  std::vector<char> finished(files.size(), 0);
+
   std::vector<Outcome> outcomes(files.size());
   std::atomic<size_t> next{0};
   Progress progress(o.verb, files.size());
   auto work = [&] {
     while (true) {
-      const size_t i = next++;
-      if (i >= files.size()) return;
+      const size_t at = next++;
+      if (at >= order.size()) return;
+      const size_t i = order[at];
       Outcome& out = outcomes[i];
       out.candidate = files[i];
       progress.Start();
       const Clock::time_point t0 = Clock::now();
+      if (use_cache && first_of[i] != i) {
+        std::unique_lock<std::mutex> lock(finished_mu);
+        finished_cv.wait(lock, [&] { return finished[first_of[i]] != 0; });
+      }
       try {
         const std::optional<BlockUpdate> candidate = BlockUpdate{BlockUpdateShort{{"EVOLVE", codes[i]}}};
-        Evaluation ev;
-        if (o.store != nullptr) {
-          out.recorded = EvaluateAndRecord(*o.store, task, candidate, o.evaluate, RecordOptions{}, &ev);
-        } else {
-          ev = Evaluate(task, candidate, o.evaluate);
-        }
-        Fill(out, ev);
+        RecordedEvaluation run = EvaluateWithVerdictCache(task, candidate, o.evaluate, o.store, RecordOptions{},
+                                                          use_cache);
+        out.recorded = std::move(run.recorded);
+        Fill(out, run.ev);
       } catch (const std::exception& e) {
         out.status = "error";
         out.error = e.what();
       }
       out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      {
+        std::lock_guard<std::mutex> lock(finished_mu);
+        finished[i] = 1;
+      }
+      finished_cv.notify_all();
       progress.Done(out.evaluated);
     }
   };
@@ -188,7 +217,7 @@ int RunBatch(const Task& task, const std::vector<std::string>& files, const Batc
     if (out.evaluated) ++evaluated;
     Json j = Json{{"candidate", out.candidate}, {"evaluated", out.evaluated}, {"status", out.status},
                   {"perf_score", out.perf_score}, {"speedup", out.speedup},   {"correct", out.correct},
-                  {"runtime_ms", out.runtime_ms}, {"seconds", out.seconds},
+                  {"runtime_ms", out.runtime_ms}, {"seconds", out.seconds},  {"cached", out.cached},
                   {"error", out.error.empty() ? Json(nullptr) : Json(out.error)}};
     if (out.ci_low > 0) j["speedup_ci"] = Json::array({out.ci_low, out.ci_high});
     if (out.recorded) {
@@ -206,7 +235,8 @@ int RunBatch(const Task& task, const std::vector<std::string>& files, const Batc
     table.AddRow({out.candidate, out.status + (out.error.empty() ? "" : ": " + out.error),
                   out.perf_score >= 0 ? std::to_string(out.perf_score) : "-", SpeedupCell(out),
                   out.runtime_ms > 0 ? fmt::format("{:.4g}", out.runtime_ms) : "-", fmt::format("{:.0f}", out.seconds),
-                  out.recorded ? fmt::format("job {}", out.recorded->job_id) : ""});
+                  (out.recorded ? fmt::format("job {}", out.recorded->job_id) : "") +
+                      (out.cached ? (out.recorded ? " (cached)" : "cached") : "")});
   }
   std::FILE* human = o.json == "-" ? stderr : stdout;
   const std::string rendered = table.Render();

@@ -4,6 +4,7 @@
 // Concurrency: `parallel` evaluations run at once in this process. Locally their builds and correctness runs
 // overlap, while every timed phase holds its device alone (the process's DeviceSlots: a timed phase never
 // overlaps a build or another timed phase on the same CPU/GPU); with a farm runner the stages run on workers.
+// Candidates with the same content are evaluated once when the verdict cache is on (BatchOptions::verdict_cache).
 #pragma once
 
 #include <string>
@@ -22,6 +23,9 @@ struct BatchOptions {
   EvaluateOptions evaluate;     ///< for every candidate (a farm's runner is set by the caller)
   Store* store = nullptr;       ///< every verdict is recorded here (null: not stored)
   std::string json;             ///< one JSON entry per candidate to this file ("-": stdout; "": none)
+  /// Reuse and store verdicts in the verdict cache (kernelfoundry/verdict_cache.hpp; not with a farm runner).
+  /// Copies of one candidate in the batch then run once: the copies wait for the first and reuse its verdict.
+  bool verdict_cache = false;
 };
 
 /// The candidate files of --candidates: files as given, directories contribute their regular files sorted by

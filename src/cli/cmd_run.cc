@@ -107,6 +107,7 @@ int RunBatchRun(const RunOptions& o) {
   if (o.profile) b.evaluate.profile = true;
   b.store = store.get();
   b.json = o.json;
+  b.verdict_cache = !o.no_verdict_cache && !o.profile;
   std::unique_ptr<QueueStageRunner> farm;  // --broker: the stages run on the farm, as with kf submit
   if (!o.broker.empty()) {
     const BrokerUrl url = ParseBrokerUrl(o.broker);

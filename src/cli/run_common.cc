@@ -12,6 +12,33 @@ namespace kf::cli {
 
 std::string StoreUrlOf(const std::string& db) { return db.empty() ? DefaultStoreUrl() : db; }
 
+RecordedEvaluation EvaluateWithVerdictCache(const Task& task, const std::optional<BlockUpdate>& candidate,
+                                            const EvaluateOptions& options, Store* store, const RecordOptions& record,
+                                            bool verdict_cache) {
+  RecordedEvaluation out;
+  std::string cache_key;
+  std::optional<Evaluation> cached;
+  const std::filesystem::path cache_dir = DefaultCacheDir();
+  if (verdict_cache && options.runner == nullptr && options.harness == nullptr) {
+    cache_key = VerdictCacheKey(task, candidate, options);
+    cached = LookupVerdict(cache_dir, cache_key, task, candidate);
+  }
+  if (store != nullptr) {
+    if (cached) {
+      out.recorded = RecordRun(*store, task, [&](std::stop_token) { return *cached; }, record, &out.ev);
+    } else {
+      out.recorded = EvaluateAndRecord(*store, task, candidate, options, record, &out.ev);
+    }
+  } else {
+    out.ev = cached ? std::move(*cached) : Evaluate(task, candidate, options);
+  }
+  if (!cache_key.empty() && !(out.recorded && out.recorded->canceled)) {
+    (void)StoreVerdict(cache_dir, cache_key, out.ev,
+                       out.recorded ? std::optional<int64_t>(out.recorded->job_id) : std::nullopt);
+  }
+  return out;
+}
+
 int RunAndReport(const Task& task, RunRequest request, EvaluationReporter& reporter) {
   std::unique_ptr<Store> store;
   if (request.store) store = OpenStore(StoreUrlOf(request.db));
@@ -27,31 +54,13 @@ int RunAndReport(const Task& task, RunRequest request, EvaluationReporter& repor
   context.store = store ? store->Describe() : "";
   reporter.ReportContext(context);
 
-  Evaluation ev;
-  std::optional<RecordedRun> recorded;
+  RecordOptions record;
+  record.validate = request.reference_check;
   // The verdict cache (verdict_cache.hpp): an identical earlier evaluation is reused as it was.
-  std::string cache_key;
-  std::optional<Evaluation> cached;
-  const std::filesystem::path cache_dir = DefaultCacheDir();
-  if (request.verdict_cache && !request.reference_check && request.options.runner == nullptr &&
-      request.options.harness == nullptr) {
-    cache_key = VerdictCacheKey(task, request.candidate, request.options);
-    cached = LookupVerdict(cache_dir, cache_key, task, request.candidate);
-  }
-  if (store) {
-    RecordOptions record;
-    record.validate = request.reference_check;
-    if (cached) {
-      recorded = RecordRun(*store, task, [&](std::stop_token) { return *cached; }, record, &ev);
-    } else {
-      recorded = EvaluateAndRecord(*store, task, request.candidate, request.options, record, &ev);
-    }
-  } else {
-    ev = cached ? std::move(*cached) : Evaluate(task, request.candidate, request.options);
-  }
-  if (!cache_key.empty() && !(recorded && recorded->canceled)) {
-    (void)StoreVerdict(cache_dir, cache_key, ev, recorded ? std::optional<int64_t>(recorded->job_id) : std::nullopt);
-  }
+  RecordedEvaluation run = EvaluateWithVerdictCache(task, request.candidate, request.options, store.get(), record,
+                                                    request.verdict_cache && !request.reference_check);
+  const Evaluation& ev = run.ev;
+  const std::optional<RecordedRun>& recorded = run.recorded;
   reporter.ReportVerdict(ev, recorded ? &*recorded : nullptr);
   if (recorded && recorded->canceled) return kExitVerdictFailed;
   bool ok = request.reference_check ? ev.result.status == EvalStatus::kReferenceOnly : IsCorrectVerdict(ev.result);

@@ -8,6 +8,7 @@
 
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/record.hpp"
+#include "kernelfoundry/store.hpp"
 #include "kernelfoundry/task.hpp"
 
 namespace kf::cli {
@@ -32,6 +33,20 @@ inline constexpr const char* kDbOptionHelp =
 
 /// The store URL of a --db value: the value, or kf::DefaultStoreUrl() when empty.
 std::string StoreUrlOf(const std::string& db);
+
+/// An evaluation and, when it was recorded, its job.
+struct RecordedEvaluation {
+  Evaluation ev;
+  std::optional<RecordedRun> recorded;
+};
+
+/// Evaluates `candidate` on `task` with `options` and records it in `store` (null: not recorded). With
+/// `verdict_cache` (and no farm runner or injected harness in `options`), an identical earlier evaluation is
+/// reused from the verdict cache (kernelfoundry/verdict_cache.hpp; recorded as a new job holding the stored
+/// verdict) and a fresh cacheable verdict is stored. Throws what kf::Evaluate / kf::EvaluateAndRecord throw.
+RecordedEvaluation EvaluateWithVerdictCache(const Task& task, const std::optional<BlockUpdate>& candidate,
+                                            const EvaluateOptions& options, Store* store, const RecordOptions& record,
+                                            bool verdict_cache);
 
 /// Opens the store (before anything runs, so a bad --db fails fast), evaluates `task`, records it, reports
 /// the context, phases and verdict to `reporter`, and returns the exit code: kExitOk when the candidate is

@@ -1,11 +1,13 @@
 // kf run's batch mode (--candidates, src/cli/batch.hpp), run as a real process on the native omp_reduction
 // example: three candidates (correct, wrong values, not compiling) two at a time; every one gets its verdict
-// and its own stored job, the summary lists the correct one first, and a bad --candidates path runs nothing.
+// and its own stored job, the summary lists the correct one first, copies of a candidate run once (verdict
+// cache), and a bad --candidates path runs nothing.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "kernelfoundry/json.hpp"
 #include "test_util.hpp"
@@ -74,6 +76,48 @@ TEST(BatchRun, EveryCandidateGetsItsVerdictAndJobSortedBySpeedup) {
   Ran results = Kf(tmp.path(), "results --db " + Quote(db.string()) + " --json");
   ASSERT_EQ(results.rc, 0) << results.err;
   EXPECT_EQ(ParseJson(results.out, "stdout").size(), 3u) << results.out;
+}
+
+// Copies of a candidate in one batch run once (the copies reuse the first one's verdict through the verdict
+// cache); a second batch reuses every cacheable verdict; --no-cache evaluates everything again.
+TEST(BatchRun, CopiesOfACandidateRunOnceAndVerdictsAreReused) {
+  TempDir tmp;
+  const fs::path examples = SourceDir() / "examples";
+  const fs::path cands = tmp.path() / "candidates";
+  fs::create_directories(cands);
+  for (const char* name : {"a_wrong.cpp", "b_wrong_copy.cpp"}) {
+    fs::copy_file(examples / "candidates" / "omp_reduction" / "wrong.cpp", cands / name);
+  }
+  for (const char* name : {"c_broken.cpp", "d_broken_copy.cpp"}) {
+    WriteFile(cands / name, "double kf_sum_squares(const float* x, std::size_t n) { return x[0] + ; }\n");
+  }
+  const fs::path db = tmp.path() / "batch.sqlite3";
+  const std::string args = "run " + Quote((examples / "tasks" / "omp_reduction").string()) + " --candidates " +
+                           Quote(cands.string()) + " -j 2 --db " + Quote(db.string()) + " --json -";
+  auto cached_flags = [](const Json& doc) {
+    std::vector<bool> v;
+    for (const Json& e : doc) v.push_back(e["cached"].get<bool>());
+    return v;
+  };
+  Ran first = Kf(tmp.path(), args);
+  ASSERT_EQ(first.rc, 0) << first.err;
+  Json doc = ParseJson(first.out, "stdout");
+  ASSERT_EQ(doc.size(), 4u) << first.out;
+  EXPECT_EQ(cached_flags(doc), (std::vector<bool>{false, true, false, true})) << first.out;
+  for (size_t i : {0, 1}) EXPECT_EQ(doc[i]["status"], "value_mismatch") << doc[i].dump();
+  for (size_t i : {2, 3}) EXPECT_EQ(doc[i]["status"], "build_error") << doc[i].dump();
+  std::set<int64_t> jobs;
+  for (const Json& e : doc) jobs.insert(e["job_id"].get<int64_t>());
+  EXPECT_EQ(jobs.size(), 4u) << "every candidate is recorded, copies included";
+  EXPECT_NE(first.err.find("(cached)"), std::string::npos) << first.err;
+
+  Ran again = Kf(tmp.path(), args);
+  ASSERT_EQ(again.rc, 0) << again.err;
+  EXPECT_EQ(cached_flags(ParseJson(again.out, "stdout")), (std::vector<bool>(4, true))) << again.out;
+
+  Ran fresh = Kf(tmp.path(), args + " --no-cache");
+  ASSERT_EQ(fresh.rc, 0) << fresh.err;
+  EXPECT_EQ(cached_flags(ParseJson(fresh.out, "stdout")), (std::vector<bool>(4, false))) << fresh.out;
 }
 
 TEST(BatchRun, AMissingCandidatePathRunsNothing) {
