@@ -1,7 +1,9 @@
 // The reference's ops in one C++ expression: the same values, but every temporary lives until the end of the
 // full expression, so three 16 MB buffers are alive where the reference keeps two. Measured on the 2-core
-// machine (allocator steady, 0 page faults per call): 30-40 % slower per call than the reference. A paired
-// measurement must see that, stably: bench/noise_bench prints its ratio beside identical.cpp's.
+// machine (allocator steady, 0 page faults per call): slower than the reference, by how much depends on where
+// the buffers lie — 0.94-0.95x in a loop that gives both sides the same input buffers, 0.84-1.01x from one kf
+// run to the next (each side has its own buffers; 2026-11-30). bench/noise_bench prints its ratio beside
+// identical.cpp's: the row shows how much a layout-sensitive candidate moves between runs.
 torch::Tensor bias_relu(torch::Tensor x, torch::Tensor bias, double scale) {
     return torch::relu(x + bias) * scale;
 }
