@@ -6,7 +6,7 @@
 // executors. (examples/tasks/row_softmax is not used: its C++ ops and the reference's Python ops differ by the
 // Python dispatch of five ops, a real ~1-2 % that a 1 % interval resolves.) The example bias_relu fast.cpp
 // should give a stable ratio (max/min ≤ 1.1); three_temporaries.cpp (the reference's ops in one C++ expression,
-// one more live 16 MB buffer) shows how much a layout-sensitive candidate moves between runs. Beside each row,
+// one more live 16 MB buffer) shows how much a slower candidate moves between runs. Beside each row,
 // "today's" spread: the same
 // evaluations with eval_config.timing.mode = separate (each side timed in its own process, as before paired
 // timing).
