@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "kernelfoundry/evaluate.hpp"
+#include "fake_task.hpp"
 #include "test_util.hpp"
 
 namespace kf {
@@ -99,18 +100,11 @@ class FakeHarness final : public Harness {
 };
 
 Task MakeTask(const std::string& extra_config = "", const std::string& evolve = "int k() { return 1; }\n") {
-  MemoryFileMap files;
   const bool sets_reference_build = extra_config.find("has_reference_build_step") != std::string::npos;
-  files.Set("config.yaml", "task_name: fake\njob_name: fake_job\ngpu_arch: cpu\n" +
-                               std::string(sets_reference_build ? "" : "has_reference_build_step: false\n") +
-                               extra_config);
-  files.Set("kernel.cpp", "// [EVOLVE_START]\n" + evolve + "// [EVOLVE_END]\n");
-  TaskCreateOptions o;
-  o.discover_tests = false;
-  Task task = Task::CreateFromFiles(files, o).first;
-  task.correctness_tests = {"TestX::test_a"};
-  task.profile_tests = {"TestX::test_bench"};
-  return task;
+  return testing::MakeFakeTask("task_name: fake\njob_name: fake_job\ngpu_arch: cpu\n" +
+                                   std::string(sets_reference_build ? "" : "has_reference_build_step: false\n") +
+                                   extra_config,
+                               evolve);
 }
 
 class EvaluateFake : public ::testing::Test {

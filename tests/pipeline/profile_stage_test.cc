@@ -8,6 +8,7 @@
 
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/profile.hpp"
+#include "fake_task.hpp"
 #include "pipeline_util.hpp"
 
 namespace kf {
@@ -65,15 +66,8 @@ class ProfilingFake final : public Harness {
 };
 
 Task MakeTask(const std::string& extra_config) {
-  MemoryFileMap files;
-  files.Set("config.yaml", "task_name: fake\njob_name: fake_job\nhas_reference_build_step: false\n" + extra_config);
-  files.Set("kernel.cpp", "// [EVOLVE_START]\nint k() { return 1; }\n// [EVOLVE_END]\n");
-  TaskCreateOptions o;
-  o.discover_tests = false;
-  Task task = Task::CreateFromFiles(files, o).first;
-  task.correctness_tests = {"TestX::test_a"};
-  task.profile_tests = {"TestX::test_bench"};
-  return task;
+  return testing::MakeFakeTask("task_name: fake\njob_name: fake_job\nhas_reference_build_step: false\n" +
+                               extra_config);
 }
 
 class ProfileStage : public ::testing::Test {

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "fake_task.hpp"
+
 namespace kf::testing {
 
 namespace {
@@ -134,17 +136,9 @@ std::vector<PhaseSpan> ReadSpans(const std::filesystem::path& record) {
 bool Overlap(const PhaseSpan& a, const PhaseSpan& b) { return a.start_us < b.end_us && b.start_us < a.end_us; }
 
 Task MakeFakeStageTask(const std::string& language, const std::string& arch) {
-  MemoryFileMap files;
-  files.Set("config.yaml", fmt::format("task_name: fake\njob_name: fake_job\nlanguage: {}\ngpu_arch: {}\n"
-                                       "has_reference_build_step: false\neval_config:\n  timing:\n    mode: separate\n",
-                                       language, arch));
-  files.Set("kernel.cpp", "// [EVOLVE_START]\nint k() { return 1; }\n// [EVOLVE_END]\n");
-  TaskCreateOptions o;
-  o.discover_tests = false;
-  Task task = Task::CreateFromFiles(files, o).first;
-  task.correctness_tests = {"TestX::test_a"};
-  task.profile_tests = {"TestX::test_bench"};
-  return task;
+  return MakeFakeTask(fmt::format("task_name: fake\njob_name: fake_job\nlanguage: {}\ngpu_arch: {}\n"
+                                  "has_reference_build_step: false\neval_config:\n  timing:\n    mode: separate\n",
+                                  language, arch));
 }
 
 }  // namespace kf::testing
