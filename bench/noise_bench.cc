@@ -11,8 +11,9 @@
 // evaluations with eval_config.timing.mode = separate (each side timed in its own process, as before paired
 // timing).
 //
-// Usage: noise_bench [--runs N] [--budget S] [--separate-runs M] [--only TEXT]
-//        (defaults 10, 20 = kf's default, 3; --only runs just the rows whose name contains TEXT)
+// Usage: noise_bench [--runs N] [--budget S] [--separate-runs M] [--only TEXT] [--allocator auto|jemalloc|glibc]
+//        (defaults 10, 20 = kf's default, 3; --only runs just the rows whose name contains TEXT; --allocator sets
+//        eval_config.allocator, to compare the heap of the timed processes)
 // Needs the examples (KF_SOURCE_DIR), ../shared/kernelbench (KF_SHARED_DIR) and a built kf python package;
 // compiled extensions are cached in $KF_CACHE_DIR (first run compiles them).
 #include <signal.h>
@@ -86,12 +87,13 @@ Sample EvaluateOnce(const kf::Task& task, const std::string& candidate, const fs
   return s;
 }
 
-kf::Task Load(const fs::path& dir, const std::string& mode, double budget) {
+kf::Task Load(const fs::path& dir, const std::string& mode, double budget, const std::string& allocator) {
   kf::TaskCreateOptions co;
   co.kinds = kf::HarnessTaskKinds();
   kf::Task task = kf::Task::Create(dir, co).first;
   kf::Json config = task.config;
   config["eval_config"]["timing"] = kf::Json{{"mode", mode}, {"budget_s", budget}};
+  config["eval_config"]["allocator"] = allocator;
   config["test_timeout"] = 300;
   task.ApplyConfig(config);
   return task;
@@ -132,21 +134,22 @@ void Print(const Row& r, bool identical) {
 int main(int argc, char** argv) {
   int runs = 10, separate_runs = 3;
   double budget = 20;
-  std::string only;
+  std::string only, allocator = "auto";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--runs") runs = std::atoi(argv[i + 1]);
     else if (a == "--budget") budget = std::atof(argv[i + 1]);
     else if (a == "--separate-runs") separate_runs = std::atoi(argv[i + 1]);
     else if (a == "--only") only = argv[i + 1];
+    else if (a == "--allocator") allocator = argv[i + 1];
   }
   const fs::path examples = fs::path(KF_SOURCE_DIR) / "examples";
   const fs::path work = fs::temp_directory_path() / ("kf_noise_bench_" + std::to_string(getpid()));
   fs::create_directories(work);
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("noise_bench: %d paired runs (budget %.0f s per benchmark) and %d separate runs per row, %ld cores, "
-              "hog = %ld busy process(es)\n",
-              runs, budget, separate_runs, cores, std::max(1L, cores - 1));
+              "hog = %ld busy process(es), allocator %s\n",
+              runs, budget, separate_runs, cores, std::max(1L, cores - 1), allocator.c_str());
   struct TaskCase {
     const char* name;
     fs::path dir;
@@ -171,7 +174,7 @@ int main(int argc, char** argv) {
     }
     for (const bool hog : {false, true}) {
       for (const char* mode : {"paired", "separate"}) {
-        const kf::Task task = Load(t.dir, mode, budget);
+        const kf::Task task = Load(t.dir, mode, budget, allocator);
         Row row{std::string(t.name) + " identical, " + mode + (hog ? ", with hog" : ", quiet"), {}};
         if (row.name.find(only) == std::string::npos) continue;
         std::unique_ptr<Hog> h;
@@ -194,7 +197,7 @@ int main(int argc, char** argv) {
     for (const char* mode : {"paired", "separate"}) {
       Row row{std::string("bias_relu ") + file + ", " + mode + ", quiet", {}};
       if (row.name.find(only) == std::string::npos) continue;
-      const kf::Task task = Load(examples / "tasks" / "bias_relu", mode, budget);
+      const kf::Task task = Load(examples / "tasks" / "bias_relu", mode, budget, allocator);
       const int n = std::string(mode) == "paired" ? runs : separate_runs;
       for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, code, work));
       Print(row, false);

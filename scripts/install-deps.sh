@@ -11,7 +11,7 @@ PACKAGES=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo zip unzip xz-utils bzip2 procps iproute2 strace
   rabbitmq-server librabbitmq-dev python3-celery python3-msgpack
   libpq-dev postgresql python3-psycopg2 python3-sqlalchemy
-  libcpp-httplib-dev chromium python3-yaml ccache linux-perf
+  libcpp-httplib-dev chromium python3-yaml ccache linux-perf libjemalloc2
 )
 
 # The browser test of kf serve (tests/serve/e2e) runs Playwright from npm: node and npm from Debian unless a

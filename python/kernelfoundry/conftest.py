@@ -484,7 +484,7 @@ def _conditions() -> dict:
         "threads": torch.get_num_threads() if torch is not None else None,
         "env": {k: os.environ.get(k) for k in ("KF_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                                                 "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_",
-                                                "MALLOC_TRIM_THRESHOLD_")},
+                                                "MALLOC_TRIM_THRESHOLD_", "MALLOC_CONF", "LD_PRELOAD")},
     }
 
 

@@ -2,6 +2,7 @@
 // build artifacts overlaid, every variant through the harness (correctness with the device shared, then
 // performance with it exclusive), per-arch results merged.
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -68,8 +69,18 @@ std::string MeasureOptionsJson(const Json& config) {
 // instead of spinning (so CPU used after a call returned is the kernel's, not a pool's).
 struct TimedConditions {
   int threads = 1;
+  std::string allocator;  // "jemalloc <path>" or "glibc"
   std::map<std::string, std::string> env;
 };
+
+// jemalloc's shared library where a distribution installs it (Debian: libjemalloc2), or "".
+std::string JemallocLibrary() {
+  for (const char* path : {"/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+                           "/usr/lib64/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2", "/usr/local/lib/libjemalloc.so.2"}) {
+    if (access(path, R_OK) == 0) return path;
+  }
+  return "";
+}
 
 int UsableCpus() {
   cpu_set_t set;
@@ -89,6 +100,32 @@ TimedConditions TimedConditionsFromConfig(const Json& config) {
   c.env = {{"KF_THREADS", n},           {"OMP_NUM_THREADS", n},          {"MKL_NUM_THREADS", n},
            {"OPENBLAS_NUM_THREADS", n}, {"OMP_WAIT_POLICY", "PASSIVE"},  {"MALLOC_MMAP_THRESHOLD_", "1073741824"},
            {"MALLOC_TRIM_THRESHOLD_", "1073741824"}};
+  // The allocator (eval_config.allocator: auto | jemalloc | glibc). glibc's heap with the two thresholds above has
+  // no page faults per call, but where a large buffer lands (its offset within a page, relative to the other
+  // buffers) is fixed for the life of a process by its allocation history, and two processes running the same
+  // code differed by up to 7 % (bias_relu, measured 2026-12-01: 0.945-1.012 over six processes of one plain
+  // loop). jemalloc (opt.cache_oblivious, on by default) places every large allocation at a random cache-line
+  // offset within its first page, so those layouts are sampled afresh on every call and average out within one
+  // run (0.963-0.978 over six processes); with decay off (MALLOC_CONF below) it keeps freed memory: no page
+  // faults per call either (0 measured, the same as glibc with the thresholds).
+  const std::string wanted = view.String("eval_config.allocator", "auto");
+  if (wanted != "auto" && wanted != "jemalloc" && wanted != "glibc") {
+    throw Error(ErrorKind::kInvalidArgument, "expected auto, jemalloc or glibc, got '" + wanted + "'", "config.yaml",
+                "eval_config.allocator");
+  }
+  const std::string jemalloc = wanted == "glibc" ? "" : JemallocLibrary();
+  if (wanted == "jemalloc" && jemalloc.empty()) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "jemalloc was asked for but libjemalloc.so.2 is not installed (Debian: apt-get install libjemalloc2)",
+                "config.yaml", "eval_config.allocator");
+  }
+  if (jemalloc.empty()) {
+    c.allocator = "glibc";
+  } else {
+    c.allocator = "jemalloc " + jemalloc;
+    c.env["LD_PRELOAD"] = jemalloc;
+    c.env["MALLOC_CONF"] = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
+  }
   return c;
 }
 
@@ -293,6 +330,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
         run.timing["conditions"]["load_before"] = load_before;
         run.timing["conditions"]["load_after"] = LoadAverage();
         run.timing["conditions"]["threads"] = conditions.threads;
+        run.timing["conditions"]["allocator"] = conditions.allocator;
       }
       if (p.reference_result && reference_run) {
         reference_run->result.performance_result = std::move(p.reference_result);

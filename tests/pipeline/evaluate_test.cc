@@ -222,6 +222,45 @@ std::string Kf(const std::string& args) {
 
 // `kf run` exit codes: 1 for a negative verdict (with the typed status in the table); `kf validate --run`
 // checks the reference against its own tests.
+// The timed processes' allocator (issue "Trustworthy speed signal"): jemalloc where installed (a random offset
+// per large allocation, so the buffers' layout is sampled afresh on every call instead of being fixed per
+// process), glibc with the two thresholds when asked or when jemalloc is missing; recorded with the verdict.
+TEST_F(PyScale, TimedProcessesRunOnTheDeclaredAllocator) {
+  const std::string code = "def scale(xs):\n    return [x + x for x in xs]\n";
+  Evaluation ev = Run(code);
+  ASSERT_TRUE(ev.result.timing.is_object()) << ev.result.eval_log;
+  const Json& c = ev.result.timing["conditions"];
+  const std::string allocator = c.value("allocator", "");
+  if (std::filesystem::exists("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")) {
+    EXPECT_EQ(allocator, "jemalloc /usr/lib/x86_64-linux-gnu/libjemalloc.so.2") << c.dump();
+    // What the test process itself saw (kernelfoundry.conftest reports its environment).
+    EXPECT_EQ(c["env"]["LD_PRELOAD"], "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2") << c.dump();
+    EXPECT_EQ(c["env"]["MALLOC_CONF"], "dirty_decay_ms:-1,muzzy_decay_ms:-1") << c.dump();
+  } else {
+    EXPECT_EQ(allocator, "glibc") << c.dump();
+  }
+  EXPECT_EQ(c["env"]["MALLOC_MMAP_THRESHOLD_"], "1073741824") << c.dump();
+
+  Json config = task_.config;
+  config["eval_config"]["allocator"] = "glibc";
+  task_.ApplyConfig(config);
+  ev = Run(code);
+  ASSERT_TRUE(ev.result.timing.is_object()) << ev.result.eval_log;
+  EXPECT_EQ(ev.result.timing["conditions"]["allocator"], "glibc");
+  EXPECT_TRUE(ev.result.timing["conditions"]["env"]["LD_PRELOAD"].is_null()) << ev.result.timing.dump();
+
+  config["eval_config"]["allocator"] = "tcmalloc";
+  task_.ApplyConfig(config);
+  try {
+    Run(code);
+    ADD_FAILURE() << "an unknown allocator was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("eval_config.allocator"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected auto, jemalloc or glibc, got 'tcmalloc'"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(PyScale, CliRunAndValidateRun) {
   WriteFile(tmp_.path() / "wrong.py", "def scale(xs):\n    return [3 * x for x in xs]\n");
   auto [rc, out] = testing::RunShell(Kf("run '" + dir_.string() + "' --no-reference --no-store --no-verdict-cache --candidate '" +
