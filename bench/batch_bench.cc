@@ -1,7 +1,8 @@
 // batch_bench — many candidates of one task: `kf run --candidates DIR -j N` (batch mode: verdict cache, copies
 // run once, builds and correctness runs overlap, timed phases one at a time) against the same candidates
-// through one `kf run --candidate F --no-verdict-cache` after another, each with an empty KF_CACHE_DIR (caches
-// off: every run compiles). Both store every verdict. Prints both wall times, their ratio, and each candidate's
+// through one `kf run --candidate F --no-verdict-cache` after another, each with an empty KF_CACHE_DIR and
+// KF_TORCH_PCH=off (caches off: every run compiles, without a precompiled torch header). The batch starts from an
+// empty cache too: its first builds request the precompiled header, which it builds once (counted in its time). Both store every verdict. Prints both wall times, their ratio, and each candidate's
 // status on both sides (verdicts must agree; "correct" and "noisy" are both a correct, timed candidate).
 //
 // Candidates: `--distinct D` variants of examples/candidates/bias_relu (fast, identical, slow,
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < names.size(); ++i) {
     const fs::path json = work / ("one_" + std::to_string(i) + ".json");
     const fs::path cache = work / ("cache_one_" + std::to_string(i));
-    baseline_s += Timed("KF_CACHE_DIR=" + Quote(cache.string()) + " " + Quote(kf.string()) + " run " +
+    baseline_s += Timed("KF_TORCH_PCH=off KF_CACHE_DIR=" + Quote(cache.string()) + " " + Quote(kf.string()) + " run " +
                             Quote(task.string()) + " --candidate " + Quote((cands / names[i]).string()) +
                             " --no-verdict-cache --db " + Quote((work / "one.sqlite3").string()) + " --json " +
                             Quote(json.string()),

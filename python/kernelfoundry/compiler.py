@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
+from . import pch as _pch
+
 __all__ = ["compile_torch_extension", "BuildTimeout", "build_budget", "LOAD_FAILED_EXIT", "BUILD_TIMEOUT_EXIT"]
 
 #: Exit code of the child when the extension compiled but could not be imported (the "load" phase).
@@ -258,6 +260,12 @@ def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[s
     cfg = {"name": name, "sources": [str(s) for s in sources], "build_dir": str(build_dir),
            "cflags": [f for f in cflags if not f.startswith(_LDFLAG_PREFIX)],
            "ldflags": [f[len(_LDFLAG_PREFIX):] for f in cflags if f.startswith(_LDFLAG_PREFIX)]}
+    if not any(s.suffix in (".cu", ".cuh") for s in sources):  # nvcc compiles .cu files: no GCC PCH there
+        extra, note = _pch.lookup(cfg["cflags"])
+        if note:
+            _write_out(f"kernelfoundry: {note}\n")
+        if extra:
+            cfg["cflags"] = cfg["cflags"] + extra
     rc, out = _run_child([sys.executable, "-u", "-c", _CHILD, json.dumps(cfg)], env, build_dir, timeout, limit,
                          limit_s)
     if rc == LOAD_FAILED_EXIT:

@@ -21,6 +21,7 @@
 #include "kernelfoundry/worker_info.hpp"
 #include "pipeline/build_cache.hpp"
 #include "pipeline/build_internal.hpp"
+#include "pipeline/torch_pch.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -208,6 +209,15 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
     if (auto hit = cache->Lookup(key)) return emit(FromCache(*cache, key, *hit));
   }
   req.env = BuildEnv(limits);  // the deadline counts from now
+  // Precompiled torch headers (torch_pch.hpp): the child may use published ones and asks for missing ones.
+  std::optional<fs::path> pch_root;
+  const fs::path pch_requests = req.work_dir / "kf_pch_requests";
+  if (torch_pch::Enabled()) {
+    if (CacheDirChoice c = ResolveCacheDir(); c.usable()) {
+      pch_root = torch_pch::Root(c.path);
+      torch_pch::AddBuildEnv(req.env, *pch_root, pch_requests);
+    }
+  }
   BuildRun run;
   try {
     run = harness.Build(req);
@@ -221,6 +231,14 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
     return emit(InfrastructureRun("the build could not be started: " + why, run.result.result));
   }
   NameBuildLimit(run, limits, task.config);
+  if (pch_root && run.reason == TerminationReason::kExited && run.result.result) {
+    // Built after the compile, still under the build slot (never beside a timed phase).
+    for (const std::string& note : torch_pch::BuildRequested(*pch_root, pch_requests, limits.build_timeout,
+                                                            options.stop)) {
+      ProcessResult& r = *run.result.result;
+      r.stdout_text += (r.stdout_text.empty() || r.stdout_text.back() == '\n' ? "" : "\n") + ("kf: " + note + "\n");
+    }
+  }
   if (cache && run.reason == TerminationReason::kExited && run.result.Ok()) {
     if (std::string problem = cache->Store(key, run.result); !problem.empty()) {
       run.result.result->message = run.result.result->message.value_or("") + " (not cached: " + problem + ")";

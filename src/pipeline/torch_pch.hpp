@@ -1,0 +1,39 @@
+// Precompiled torch headers for torch-extension builds (issue "Throughput", item 3): the trusted half.
+// Internal to the pipeline module (used by the build stage).
+//
+// A build child (kernelfoundry.compiler, through kernelfoundry.pch) uses a published precompiled header of
+// torch/extension.h when one fits its compile, and otherwise leaves a request in its work dir. The child runs
+// candidate code, so it never writes a shared PCH: after the build, kf runs `python -m kernelfoundry.pch` for
+// each request in a sandboxed child that may write only a fresh directory (the helper refuses flags outside
+// its allow-list and computes the key itself), then publishes that directory as <root>/<key> with one
+// rename. A per-key lock (flock) makes concurrent requests build once; a helper that fails or is killed
+// leaves a temp directory that is removed, never a published entry. KF_TORCH_PCH=off disables both halves.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+namespace kf::torch_pch {
+
+/// False when KF_TORCH_PCH is "off" or "0".
+bool Enabled();
+
+/// Where published PCHs live under a cache directory: <cache_dir>/pch/v1.
+std::filesystem::path Root(const std::filesystem::path& cache_dir);
+
+/// Adds what a build child needs: KF_TORCH_PCH_DIR (= root, read-only to it) and KF_TORCH_PCH_REQUESTS
+/// (= `requests`, a directory inside its own work dir).
+void AddBuildEnv(std::map<std::string, std::string>& env, const std::filesystem::path& root,
+                 const std::filesystem::path& requests);
+
+/// Builds and publishes what the requests in `requests` ask for (at most 4; file names must be
+/// <64 hex>.json), each helper limited to `timeout`. Returns one line per request for the build's log, e.g.
+/// "precompiled torch header 0123abcd… built in 31.2 s for later builds". Never throws.
+std::vector<std::string> BuildRequested(const std::filesystem::path& root, const std::filesystem::path& requests,
+                                        std::chrono::milliseconds timeout, std::stop_token stop);
+
+}  // namespace kf::torch_pch
