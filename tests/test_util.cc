@@ -116,6 +116,26 @@ std::pair<int, std::string> RunShell(const std::string& cmd) {
   return {rc, out};
 }
 
+ScopedEnv::ScopedEnv(const char* name, const char* value)
+    : ScopedEnv(std::map<std::string, std::optional<std::string>>{
+          {name, value ? std::optional<std::string>(value) : std::nullopt}}) {}
+
+ScopedEnv::ScopedEnv(const std::map<std::string, std::optional<std::string>>& vars) {
+  for (const auto& [k, v] : vars) {
+    const char* old = std::getenv(k.c_str());
+    saved_[k] = old ? std::optional<std::string>(old) : std::nullopt;
+    if (v) ::setenv(k.c_str(), v->c_str(), 1);
+    else ::unsetenv(k.c_str());
+  }
+}
+
+ScopedEnv::~ScopedEnv() {
+  for (const auto& [k, v] : saved_) {
+    if (v) ::setenv(k.c_str(), v->c_str(), 1);
+    else ::unsetenv(k.c_str());
+  }
+}
+
 bool CorrectAndTimed(const Json& status) {
   return status.is_string() && (status == "correct" || status == "noisy");
 }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -47,6 +49,20 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+/// Sets (a value) or unsets (nullptr / nullopt) environment variables for a scope and restores their previous
+/// state when it ends. Not thread-safe (setenv): for tests that change kf's own environment.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  explicit ScopedEnv(const std::map<std::string, std::optional<std::string>>& vars);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::map<std::string, std::optional<std::string>> saved_;
 };
 
 /// True for the verdict of a correct, timed candidate: "correct", or "noisy" (correct, but the speedup's

@@ -18,29 +18,8 @@ namespace kf {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::ScopedEnv;
 using testing::TempDir;
-
-// Sets (value) or unsets (nullopt) environment variables for the scope; restores them afterwards.
-class ScopedEnv {
- public:
-  explicit ScopedEnv(const std::map<std::string, std::optional<std::string>>& vars) {
-    for (const auto& [k, v] : vars) {
-      const char* old = std::getenv(k.c_str());
-      saved_[k] = old ? std::optional<std::string>(old) : std::nullopt;
-      if (v) ::setenv(k.c_str(), v->c_str(), 1);
-      else ::unsetenv(k.c_str());
-    }
-  }
-  ~ScopedEnv() {
-    for (const auto& [k, v] : saved_) {
-      if (v) ::setenv(k.c_str(), v->c_str(), 1);
-      else ::unsetenv(k.c_str());
-    }
-  }
-
- private:
-  std::map<std::string, std::optional<std::string>> saved_;
-};
 
 std::string PerUserName() { return "kernelfoundry-" + std::to_string(::geteuid()); }
 

@@ -19,34 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::ExpectError;
+using testing::ScopedEnv;
 using testing::TempDir;
 using testing::WriteFile;
-
-// Sets an environment variable for one test and restores the old state afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(Resources, InterpreterIsKfPythonElseDebiansPython) {
   {

@@ -28,26 +28,6 @@ using testing::WriteFile;
 
 std::string Why(const KfRunResult& r) { return r.output + "\n" + r.json.dump(2).substr(0, 20000); }
 
-// Restores an environment variable at scope exit.
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
 // ---- fault 5 ----
 
 TEST(HardeningEnvironmentE2E, UnwritableOrUnsetHomeStillEvaluatesWithAPrivatePerUserCache) {
@@ -90,14 +70,14 @@ TEST(HardeningEnvironmentE2E, UnusableCacheDirIsAnInfrastructureErrorNamingThePa
 
 TEST(HardeningEnvironmentE2E, MissingInterpreterAndUnwritableWorkDirAreInfrastructureErrors) {
   TempDir tmp;
-  EnvGuard no_cache("KF_BUILD_CACHE", "off");  // nothing may come from the cache: the build must start
+  testing::ScopedEnv no_cache("KF_BUILD_CACHE", "off");  // nothing may come from the cache: the build must start
   Task task = testing::LoadTestTask(CopyExample("bias_relu", tmp.path()));
   const BlockUpdate fast{BlockUpdateShort{{"EVOLVE", testing::ReadFile(ExamplePath("candidates", "bias_relu") / "fast.cpp")}}};
   EvaluateOptions o;
   o.work_root = tmp.path() / "work";
   o.test_reference = false;
   {
-    EnvGuard python("KF_PYTHON", "/nonexistent/python3");
+    testing::ScopedEnv python("KF_PYTHON", "/nonexistent/python3");
     Evaluation ev = Evaluate(task, fast, o);
     EXPECT_EQ(ev.result.status, EvalStatus::kInfrastructureError) << ev.result.status_detail;
     EXPECT_EQ(ev.result.perf_score, 0);

@@ -16,27 +16,11 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-// Sets an environment variable for the life of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(TorchPch, TheFirstBuildRequestsItAndTheNextBuildUsesIt) {
   TempDir tmp;
-  ScopedEnv cache("KF_CACHE_DIR", (tmp.path() / "cache").string());
-  ScopedEnv pch_on("KF_TORCH_PCH", "on");
+  const std::string cache_dir = (tmp.path() / "cache").string();
+  testing::ScopedEnv cache("KF_CACHE_DIR", cache_dir.c_str());
+  testing::ScopedEnv pch_on("KF_TORCH_PCH", "on");
   const fs::path examples = testing::SourceDir() / "examples";
   Task task = testing::LoadTestTask(examples / "tasks" / "bias_relu");
   auto build = [&](const std::string& candidate_file) {

@@ -19,6 +19,7 @@ namespace kf {
 namespace {
 
 using testing::RunShell;
+using testing::ScopedEnv;
 using testing::TempDir;
 using testing::WriteFile;
 
@@ -97,24 +98,6 @@ TEST(VerdictCache, StoresOnlyCacheableVerdictsAndTreatsMalformedEntriesAsMisses)
   WriteFile(tmp.path() / "verdicts" / "k3.json", testing::ReadFile(tmp.path() / "verdicts" / "k1.json"));
   EXPECT_FALSE(LookupVerdict(tmp.path(), "k3", task, std::nullopt)) << "an entry must name its own key";
 }
-
-// Sets an environment variable for a scope (unset = nullptr), restoring the previous value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1); else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1); else ::unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 // Regression (integration of the verdict cache with the resource lookup and issue-10 isolation): a native run
 // whose SDK is missing (KF_SDK_DIR at an empty directory; the install test hides the installed SDK) was served
