@@ -20,10 +20,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/files.hpp"
 #include "kernelfoundry/json.hpp"
 
 namespace fs = std::filesystem;
@@ -31,12 +31,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadFile(const fs::path& p) { return kf::ReadFileBytes(p).value_or(""); }
 
 std::string Quote(const std::string& s) {
   std::string q = "'";

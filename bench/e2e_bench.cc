@@ -11,11 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
+#include "core/files.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/pytest_collect.hpp"
 #include "kernelfoundry/task.hpp"
@@ -31,10 +30,7 @@ fs::path SharedDir() {
 }
 
 kf::Json ReadJson(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return kf::ParseJson(ss.str(), p.string());
+  return kf::ParseJson(kf::ReadFileBytes(p).value_or(""), p.string());
 }
 
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }

@@ -13,11 +13,11 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
 #include "kernelfoundry/farm.hpp"
 #include "kernelfoundry/worker.hpp"
 #include "services/rabbitmq.hpp"
@@ -29,12 +29,7 @@ namespace {
 
 double Ms(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string Slurp(const fs::path& p) { return kf::ReadFileBytes(p).value_or(""); }
 
 struct Worker {
   pid_t pid = -1;

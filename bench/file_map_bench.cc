@@ -13,10 +13,10 @@
 #include <fstream>
 #include <functional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/files.hpp"
 #include "kernelfoundry/base64.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/memory_file_map.hpp"
@@ -89,10 +89,9 @@ void Row(const char* name, double ms, uint64_t bytes, double baseline_ms, double
 int main() {
   RefTimings ref;
   {
-    std::ifstream in(fs::path(KF_SHARED_DIR) / "fixtures" / "golden" / "micro_timings.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    ref.json = kf::ParseJson(ss.str(), "micro_timings.json");
+    ref.json = kf::ParseJson(
+        kf::ReadFileBytes(fs::path(KF_SHARED_DIR) / "fixtures" / "golden" / "micro_timings.json").value_or(""),
+        "micro_timings.json");
   }
   const size_t files = ref.json.value("big_dir_files", 1200);
   const uint64_t target = ref.json.value("big_dir_bytes", uint64_t{52660690});

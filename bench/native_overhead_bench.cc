@@ -20,10 +20,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/files.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
 
@@ -41,12 +41,7 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadAll(const fs::path& p) { return kf::ReadFileBytes(p).value_or(""); }
 
 fs::path KfBinary() {
   std::error_code ec;

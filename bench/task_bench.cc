@@ -23,10 +23,10 @@
 #include <functional>
 #include <random>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/files.hpp"
 #include "kernelfoundry/base64.hpp"
 #include "kernelfoundry/blocks.hpp"
 #include "kernelfoundry/error.hpp"
@@ -291,10 +291,8 @@ int main(int argc, char** argv) {
   const fs::path shared = KF_SHARED_DIR;
   kf::Json timings = kf::Json::object();
   try {
-    std::ifstream in(shared / "fixtures/golden/micro_timings.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    timings = kf::ParseJson(ss.str(), "micro_timings.json");
+    timings = kf::ParseJson(kf::ReadFileBytes(shared / "fixtures/golden/micro_timings.json").value_or(""),
+                            "micro_timings.json");
   } catch (const kf::Error& e) {
     std::printf("reference timings unavailable: %s\n", e.what());
   }

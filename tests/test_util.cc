@@ -8,8 +8,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
+
+#include "core/files.hpp"
 
 namespace kf::testing {
 
@@ -21,11 +22,9 @@ std::filesystem::path SourceDir() { return KF_SOURCE_DIR; }
 std::filesystem::path BinaryDir() { return KF_BINARY_DIR; }
 
 std::string ReadFile(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::optional<std::string> bytes = ReadFileBytes(p);
+  if (!bytes) throw std::runtime_error("cannot read " + p.string());
+  return std::move(*bytes);
 }
 
 void WriteFile(const std::filesystem::path& p, const std::string& bytes) {

@@ -13,6 +13,7 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
+#include "core/files.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/kernelbench.hpp"
 
@@ -29,14 +30,9 @@ struct ImportOptions {
 };
 
 std::string ReadAll(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw Error(ErrorKind::kNotFound, "problem file not found", path);
-  std::string out;
-  char buf[8192];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  std::fclose(f);
-  return out;
+  std::optional<std::string> bytes = ReadFileBytes(path);
+  if (!bytes) throw Error(ErrorKind::kNotFound, "problem file not found", path);
+  return std::move(*bytes);
 }
 
 int RunImport(const ImportOptions& o) {

@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
-#include <sstream>
 
+#include "core/files.hpp"
 #include "core/sha256.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
@@ -28,12 +28,10 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 }
 
 std::optional<TestLists> ReadCache(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::optional<std::string> text = ReadFileBytes(file);
+  if (!text) return std::nullopt;
   try {
-    Json j = Json::parse(ss.str());
+    Json j = Json::parse(*text);
     if (j.value("format", 0) != kCacheFormat) return std::nullopt;
     TestLists lists;
     lists.correctness = j.at("correctness_tests").get<std::vector<std::string>>();

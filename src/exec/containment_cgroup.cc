@@ -15,20 +15,13 @@
 #include <sstream>
 #include <thread>
 
+#include "core/files.hpp"
 #include "exec/cgroup.hpp"
 
 namespace kf::exec_internal {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::optional<std::string> ReadSmall(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// Writes `text` to a control file; returns 0 or the errno.
 int WriteControl(const std::string& path, const std::string& text) {
@@ -42,7 +35,7 @@ int WriteControl(const std::string& path, const std::string& text) {
 
 /// Value of "key N" in a flat-keyed file (memory.events, pids.events, memory.oom_control).
 uint64_t KeyedValue(const std::string& path, const std::string& key) {
-  auto text = ReadSmall(path);
+  auto text = ReadFileBytes(path);
   if (!text) return 0;
   std::istringstream in(*text);
   std::string k;
@@ -142,14 +135,14 @@ CgroupSupport Detect() {
   }
   if (!Writable(s.v2_base) || !fs::exists(s.v2_base + "/cgroup.procs")) s.v2_base.clear();
   if (!s.v2_base.empty()) {
-    std::string available = ReadSmall(s.v2_base + "/cgroup.controllers").value_or("");
+    std::string available = ReadFileBytes(s.v2_base + "/cgroup.controllers").value_or("");
     for (const char* c : {"memory", "pids"}) {
-      std::string enabled = ReadSmall(s.v2_base + "/cgroup.subtree_control").value_or("");
+      std::string enabled = ReadFileBytes(s.v2_base + "/cgroup.subtree_control").value_or("");
       if (!HasWord(enabled, c) && HasWord(available, c)) {
         WriteControl(s.v2_base + "/cgroup.subtree_control", std::string("+") + c);
       }
     }
-    std::string enabled = ReadSmall(s.v2_base + "/cgroup.subtree_control").value_or("");
+    std::string enabled = ReadFileBytes(s.v2_base + "/cgroup.subtree_control").value_or("");
     s.v2_memory = HasWord(enabled, "memory");
     s.v2_pids = HasWord(enabled, "pids");
     RemoveStaleLeaves(s.v2_base);
@@ -301,7 +294,7 @@ std::optional<uint64_t> RunCgroups::PeakMemory() const {
     file = v2_dir_ + "/memory.peak";
   }
   if (file.empty()) return std::nullopt;
-  auto text = ReadSmall(file);
+  auto text = ReadFileBytes(file);
   if (!text || text->empty()) return std::nullopt;
   char* end = nullptr;
   uint64_t v = std::strtoull(text->c_str(), &end, 10);

@@ -8,18 +8,17 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
 #include "harness/harness_internal.hpp"
 #include "harness/isolation.hpp"
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/pytest_summary.hpp"
-#include "kernelfoundry/test_discovery.hpp"
 #include "kernelfoundry/resources.hpp"
+#include "kernelfoundry/test_discovery.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -100,14 +99,12 @@ void AddArtifactFile(MemoryFileMap& out, const fs::path& file, const fs::path& r
     throw Error(ErrorKind::kIO, std::string("cannot stat artifact: ") + std::strerror(errno), "artifacts.json",
                 given);
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(ErrorKind::kIO, "cannot read artifact " + file.string(), "artifacts.json", given);
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  std::optional<std::string> bytes = ReadFileBytes(file);
+  if (!bytes) throw Error(ErrorKind::kIO, "cannot read artifact " + file.string(), "artifacts.json", given);
   FileMeta meta;
   meta.mode = static_cast<uint32_t>(st.st_mode & 0777);
   meta.mtime = static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
-  out.Set(key, ss.str(), meta);
+  out.Set(key, std::move(*bytes), meta);
 }
 
 }  // namespace

@@ -6,10 +6,9 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
+#include "core/files.hpp"
 #include "core/strings.hpp"
 #include "harness/harness_internal.hpp"
 #include "harness/test_report.hpp"
@@ -114,15 +113,6 @@ const PerfProbe& Perf() {
   return probe;
 }
 
-std::string ReadFileText(const fs::path& p, bool* ok) {
-  std::ifstream in(p, std::ios::binary);
-  *ok = static_cast<bool>(in);
-  if (!in) return {};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The verdict of a pass's own test run, and the number of timed calls its report gives.
 struct PassCheck {
   Classification verdict;
@@ -173,8 +163,9 @@ ProcessResult RunPerfPass(const Harness& harness, const ProfileRequest& req, Pro
   ProcessRun run = RunProcess(o);
   PassCheck check = CheckPassRun(harness, run, req.test);
   ProcessResult r = PassResult(run, check);
-  bool ok = false;
-  const std::string text = ReadFileText(csv, &ok);
+  const std::optional<std::string> read = ReadFileBytes(csv);
+  const bool ok = read.has_value();
+  const std::string text = read.value_or("");
   Json data = Json::object();
   if (!ok) {
     r.message = JoinNotes(r.message, "Failed to read perf output: perf wrote no " + csv.filename().string());
@@ -215,8 +206,9 @@ ProcessResult RunNcuPass(const Harness& harness, const ProfileRequest& req, Proc
   o.env_add["KERNELFOUNDRY_PROFILER"] = "ncu";
   ProcessRun run = RunProcess(o);
   ProcessResult r = PassResult(run, CheckPassRun(harness, run, req.test));
-  bool ok = false;
-  const std::string text = ReadFileText(report, &ok);
+  const std::optional<std::string> read = ReadFileBytes(report);
+  const bool ok = read.has_value();
+  const std::string text = read.value_or("");
   if (!ok || Trim(text).empty()) {
     // The reference's ProfilerUnavailable: no report usually means no permission to the GPU counters.
     r.message = JoinNotes(r.message, "Failed to read ncu output: no report written (no permission to the GPU "
@@ -248,8 +240,9 @@ ProcessResult RunNsysPass(const Harness& harness, const ProfileRequest& req, Pro
   stats.cwd = dir;
   stats.wall_timeout = o.wall_timeout;
   ProcessRun s = RunProcess(stats);
-  bool ok = false;
-  const std::string text = ReadFileText(dir / "nsys_cuda_gpu_kern_sum.csv", &ok);
+  const std::optional<std::string> read = ReadFileBytes(dir / "nsys_cuda_gpu_kern_sum.csv");
+  const bool ok = read.has_value();
+  const std::string text = read.value_or("");
   if (!ok) {
     r.message = JoinNotes(r.message, "Failed to read nsys output: nsys stats wrote no kernel summary: " +
                                          FirstLine(s.result.stderr_text + "\n" + s.result.stdout_text));

@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
+#include "core/files.hpp"
 #include "core/sha256.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
@@ -180,11 +180,8 @@ TestCollector PytestCollector(const PytestCollectOptions& options) {
   }
   std::sort(py_files.begin(), py_files.end());
   for (const auto& f : py_files) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
     std::string rel = f.lexically_relative(pkg).generic_string();
-    std::string bytes = ss.str();
+    std::string bytes = ReadFileBytes(f).value_or("");
     h.Update(fmt::format("{}:{}\n{}:", rel.size(), rel, bytes.size()));
     h.Update(bytes);
   }

@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
+#include "core/files.hpp"
 #include "harness/harness_internal.hpp"
 #include "harness/test_report.hpp"
 #include "kernelfoundry/error.hpp"
@@ -23,15 +23,6 @@ namespace fs = std::filesystem;
 using namespace harness_internal;
 
 namespace {
-
-std::string ReadText(const fs::path& p, bool* ok) {
-  std::ifstream in(p, std::ios::binary);
-  *ok = static_cast<bool>(in);
-  if (!in) return {};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void WriteText(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
@@ -81,12 +72,11 @@ class PytestHarness final : public Harness {
       out.result.result = r;
       return out;
     };
-    bool ok = false;
-    std::string text = ReadText(output, &ok);
-    if (!ok) return fail("the build target wrote no " + output.filename().string());
+    const std::optional<std::string> text = ReadFileBytes(output);
+    if (!text) return fail("the build target wrote no " + output.filename().string());
     Json doc;
     try {
-      doc = ParseJson(text, output.string());
+      doc = ParseJson(*text, output.string());
     } catch (const Error& e) {
       return fail(e.what());
     }

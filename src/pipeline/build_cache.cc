@@ -11,19 +11,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
 #include "core/sha256.hpp"
 #include "kernelfoundry/error.hpp"
-#include "kernelfoundry/resources.hpp"
 #include "kernelfoundry/process.hpp"
+#include "kernelfoundry/resources.hpp"
 #include "kernelfoundry/worker_info.hpp"
 
 namespace kf::build_cache {
@@ -39,12 +38,7 @@ void Add(internal::Sha256& h, std::string_view tag, std::string_view bytes) {
   h.Update(bytes);
 }
 
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadAll(const fs::path& p) { return ReadFileBytes(p).value_or(""); }
 
 // SHA-256 over the regular files below `dir` (relative path + bytes), in path order; "" when absent.
 std::string TreeDigest(const fs::path& dir) {

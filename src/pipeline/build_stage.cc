@@ -166,13 +166,16 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
   std::optional<build_cache::Cache> cache;
   std::string key;
   build_cache::Cache::Lock lock;
+  // One cache directory for the build cache and the precompiled torch headers (torch_pch.hpp).
+  const bool use_pch = torch_pch::Enabled();
+  const std::optional<CacheDirChoice> cache_dir =
+      build_cache::Enabled() || use_pch ? std::optional<CacheDirChoice>(ResolveCacheDir()) : std::nullopt;
   if (build_cache::Enabled()) {
-    CacheDirChoice cache_dir = ResolveCacheDir();
-    if (!cache_dir.usable()) {
+    if (!cache_dir->usable()) {
       if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
-      return emit(InfrastructureRun("the cache directory (" + cache_dir.source + ") is not usable: " + cache_dir.problem));
+      return emit(InfrastructureRun("the cache directory (" + cache_dir->source + ") is not usable: " + cache_dir->problem));
     }
-    cache.emplace(cache_dir.path / "builds" / "v1");
+    cache.emplace(cache_dir->path / "builds" / "v1");
     key = build_cache::BuildKey(task, target, arch_list, harness.Name(), build_cache::ToolchainFingerprint(harness.Name()));
     if (auto hit = cache->Lookup(key)) {
       if (options.progress) options.progress(PhaseEvent{phase, BuildTargetName(target), arch_list, false, false, 0, ""});
@@ -212,11 +215,9 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
   // Precompiled torch headers (torch_pch.hpp): the child may use published ones and asks for missing ones.
   std::optional<fs::path> pch_root;
   const fs::path pch_requests = req.work_dir / "kf_pch_requests";
-  if (torch_pch::Enabled()) {
-    if (CacheDirChoice c = ResolveCacheDir(); c.usable()) {
-      pch_root = torch_pch::Root(c.path);
-      torch_pch::AddBuildEnv(req.env, *pch_root, pch_requests);
-    }
+  if (use_pch && cache_dir->usable()) {
+    pch_root = torch_pch::Root(cache_dir->path);
+    torch_pch::AddBuildEnv(req.env, *pch_root, pch_requests);
   }
   BuildRun run;
   try {

@@ -13,6 +13,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/kernelbench.hpp"
 
+#include "core/files.hpp"
 #include "core/temp_dir.hpp"
 #include "kernelfoundry/process.hpp"
 #include "pipeline/kernelbench_templates.hpp"
@@ -355,11 +356,9 @@ KernelBenchImportResult ImportKernelBench(const KernelBenchImportOptions& o) {
   std::string file = o.problem.string();
   std::error_code ec;
   if (!fs::is_regular_file(o.problem, ec)) throw Error(ErrorKind::kNotFound, "problem file not found", file);
-  std::ifstream f(o.problem, std::ios::binary);
-  std::ostringstream buf;
-  buf << f.rdbuf();
-  if (!f) throw Error(ErrorKind::kIO, "cannot read the problem file", file);
-  std::string source = buf.str();
+  std::optional<std::string> read = ReadFileBytes(o.problem);
+  if (!read) throw Error(ErrorKind::kIO, "cannot read the problem file", file);
+  std::string source = std::move(*read);
   if (source.find("class Model") == std::string::npos || source.find("def get_inputs") == std::string::npos ||
       source.find("def get_init_inputs") == std::string::npos) {
     throw Error(ErrorKind::kInvalidArgument,

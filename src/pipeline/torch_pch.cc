@@ -4,12 +4,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
+#include "core/strings.hpp"
 #include "harness/isolation.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/process.hpp"
@@ -23,13 +24,12 @@ namespace {
 
 bool IsKey(const std::string& s) { return std::regex_match(s, std::regex("[0-9a-f]{64}")); }
 
-std::string ReadSmallFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::string s(200, '\0');
-  in.read(s.data(), static_cast<std::streamsize>(s.size()));
-  s.resize(static_cast<size_t>(in.gcount()));
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+// The key the helper wrote (64 hex characters and maybe a newline; anything longer is not a key).
+std::string ReadKeyFile(const fs::path& p) {
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  if (ec || size > 100) return "";
+  return std::string(Trim(ReadFileBytes(p).value_or("")));
 }
 
 // The last line of a helper's output that says something (for a failure's note).
@@ -70,7 +70,7 @@ std::string BuildOne(const fs::path& root, const fs::path& request, const std::s
   try {
     IsolateChild(o, {out}, tmp);
     const ProcessRun run = RunProcess(o);
-    const std::string key = ReadSmallFile(out / "key");
+    const std::string key = ReadKeyFile(out / "key");
     if (run.reason != TerminationReason::kExited || run.result.returncode != 0 || !IsKey(key)) {
       note = fmt::format("precompiled torch header {}: not built (exit {}{}): {}", short_key, run.result.returncode,
                          run.reason == TerminationReason::kExited ? "" : ", " + run.result.message.value_or(""),

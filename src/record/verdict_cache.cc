@@ -9,12 +9,12 @@
 #include <ctime>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "core/files.hpp"
 #include "core/sha256.hpp"
 #include "harness/isolation.hpp"
 #include "kernelfoundry/blocks.hpp"
@@ -227,12 +227,10 @@ EvalResult EvalResultFromJson(const Json& j) {
 
 std::optional<Evaluation> LookupVerdict(const std::filesystem::path& cache_dir, const std::string& key,
                                         const Task& task, const std::optional<BlockUpdate>& candidate) {
-  std::ifstream in(EntryPath(cache_dir, key), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  const std::optional<std::string> text = ReadFileBytes(EntryPath(cache_dir, key));
+  if (!text) return std::nullopt;
   try {
-    const Json entry = ParseJson(ss.str(), "<verdict cache>");
+    const Json entry = ParseJson(*text, "<verdict cache>");
     if (!entry.is_object() || entry.value("version", 0) != kEntryVersion || entry.value("key", "") != key)
       return std::nullopt;
     Evaluation ev;

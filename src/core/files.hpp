@@ -1,0 +1,15 @@
+// Whole-file reads, the one helper behind every "read this file into a string" of the project (caches,
+// reports, control files, benchmarks). Internal to kf (src/), shared by every module.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace kf {
+
+/// The whole content of the file at `path` (bytes, no newline translation), or nullopt when it cannot be opened
+/// or a read fails (missing, unreadable, a directory). Never throws for I/O; callers that must fail say why.
+std::optional<std::string> ReadFileBytes(const std::filesystem::path& path);
+
+}  // namespace kf
