@@ -19,13 +19,22 @@
 //    moved by ≤ warmup_tolerance against the window before (steady allocator and caches), or the warm-up
 //    budget ran out.
 //  * Measurement: rounds until the 95 % CI of the median ratio has a half-width ≤ target_rel_half_width ×
-//    median (and at least min_rounds rounds), or the time budget ran out (target_reached = false: the caller
+//    median (and at least min_rounds rounds, and 4 per layout), or the time budget ran out (target_reached = false: the caller
 //    reports the result as noisy), or `check` reported a problem.
 //  * `check(round)` is called after both sides ran in a checked round (the first three measured rounds, then a
 //    check_fraction share drawn at random), outside every window: it compares outputs and inputs. A returned
 //    problem ends the measurement with that problem.
 //  * Times are per call, milliseconds. Ratios are reference / candidate (> 1: the candidate is faster).
 //  * Statistics: the median's distribution-free confidence interval from order statistics (MedianWithCI).
+//  * Layouts: a process's memory and code layout shifts its speed by a few per cent for the life of the process
+//    (measured on bias_relu/softmax executors: one pair of processes scored 1.02–1.04 over four measurements, the
+//    next 0.98–0.99; pinning both to one CPU changed nothing). A side that runs in other processes (executors)
+//    can rotate over `layouts` of them: round r uses layout r mod layouts (the prepare callbacks switch to it),
+//    so the speedup averages over that many layouts, and the interval also covers the spread between them: the
+//    union of the order-statistic interval and a two-level bootstrap (HierarchicalMedianCI) over layouts and
+//    the rounds within them. Randomising layout so that it becomes part of the sampled variance follows
+//    Curtsinger & Berger, "Stabilizer" (ASPLOS 2013); the design with repetitions at the process level follows
+//    Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time" (ISMM 2013).
 //  * Exceptions of the callbacks propagate. Not thread-safe per call; concurrent calls are independent (and
 //    interfere: callers serialise timed phases per device, device_slots.hpp).
 #pragma once
@@ -53,7 +62,9 @@ struct PairedOptions {
   double min_sample_s = 2e-4;           ///< calls are batched so that one timed sample lasts at least this
   double quiesce_max_s = 0.05;          ///< longest wait for other threads to go idle after a side's calls
   double check_fraction = 0.2;          ///< share of measured rounds checked (besides the first three)
-  uint64_t seed = 1;                    ///< round order, checked rounds, batch sizes
+  uint64_t seed = 1;                    ///< round order, checked rounds, batch sizes, bootstrap draws
+  int64_t layouts = 1;                  ///< process layouts the sides rotate through (see the file comment)
+  int64_t bootstrap_resamples = 2000;   ///< resamples of the two-level bootstrap (layouts > 1)
 
   /// Throws kf::Error(kInvalidArgument, "PairedOptions", field) unless the values are finite and in range.
   void Validate() const;
@@ -89,12 +100,25 @@ struct MedianCI {
 /// exists at 95 %: the interval is [min, max]. Throws kf::Error(kInvalidArgument) for an empty sample.
 MedianCI MedianWithCI(std::vector<double> values, double confidence = 0.95);
 
+/// The median of the pooled `values` and its percentile confidence interval from a two-level bootstrap over
+/// the groups they came from (`groups[i]` is the group of values[i]; e.g. the process layout of a round): each
+/// of `resamples` draws picks as many groups as there are, with replacement, then within each picked group as
+/// many of its values as it holds, with replacement, and takes the median of the pooled draw (Davison &
+/// Hinkley, Bootstrap Methods and their Application, 1997, §3.8, hierarchical data, resampling at both
+/// stages). The interval is the draws' (1 − confidence)/2 and (1 + confidence)/2 quantiles; it reflects the
+/// spread between groups, which the order-statistic interval of the pooled values ignores. Deterministic for a
+/// given seed. Throws kf::Error(kInvalidArgument) for an empty sample, sizes that differ, or resamples < 1.
+MedianCI HierarchicalMedianCI(const std::vector<double>& values, const std::vector<int64_t>& groups,
+                              int64_t resamples, uint64_t seed, double confidence = 0.95);
+
 /// The outcome of MeasurePaired.
 struct PairedResult {
   std::vector<double> candidate_ms;  ///< per-call ms of each measured round
   std::vector<double> reference_ms;
   std::vector<double> ratios;        ///< reference_ms[i] / candidate_ms[i]
-  MedianCI speedup;                  ///< median ratio and its 95 % CI
+  std::vector<int64_t> layout_of;    ///< the layout of each measured round (round number mod layouts)
+  std::vector<double> layout_medians;  ///< median ratio per layout (one entry when layouts = 1)
+  MedianCI speedup;                  ///< median ratio and its 95 % CI (with layouts > 1: see the file comment)
   double rel_half_width = 0;         ///< (high − low) / 2 / median
   bool target_reached = false;
   int64_t warmup_rounds = 0;

@@ -372,6 +372,10 @@ def _paired_state(config) -> dict:
             raise pytest.UsageError(f"--kf-paired-options: unknown option(s) {unknown} "
                                     f"(expected some of {sorted(options)})")
         options.update(given)
+        layouts = options["layouts"]
+        if not (isinstance(layouts, int) and not isinstance(layouts, bool) and 1 <= layouts <= 64):
+            raise pytest.UsageError(f"--kf-paired-options: layouts: expected a whole number from 1 to 64, got "
+                                    f"{layouts!r}")
     return {"enabled": bool(config.getoption("kf_paired", False)), "options": options, "captures": {},
             "records": {}, "reference_runtimes": {}, "reference_outcomes": {}}
 

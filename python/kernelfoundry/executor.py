@@ -111,8 +111,9 @@ class Executor:
     """A callable whose calls run in a child process (see the module comment). `target` is "module:factory";
     the executor imports `module` (with `cwd` first on sys.path) and calls `factory()` once for the callable."""
 
-    def __init__(self, target: str, cwd: Optional[str] = None, threads: Optional[int] = None):
-        self.target = target
+    def __init__(self, target: str, cwd: Optional[str] = None, threads: Optional[int] = None,
+                 _wait: bool = True):
+        self.target, self._cwd, self._threads = target, cwd, threads
         self._closed = False
         self._dir = tempfile.mkdtemp(prefix="kf_exec_")
         self._slots: dict[int, _Slot] = {}
@@ -134,9 +135,26 @@ class Executor:
         self._rep = os.fdopen(rep_r, "rb", buffering=0)
         self._buf = b""
         self._cpu_mark = 0.0
+        self._is_ready = False
         atexit.register(self.close)
+        if _wait:
+            self._ready()
+
+    def _ready(self) -> None:
         self._request({"op": "ready"})
         self._cpu_mark = self.cpu_seconds()
+        self._is_ready = True
+
+    def sibling(self, wait: bool = True) -> "Executor":
+        """Another executor of the same target, cwd and thread count: a process of its own, with its own memory
+        and code layout (the paired measurement rotates over several). With wait=False it is started but not yet
+        ready: call wait_ready() before using it (several then start at once). The caller closes it."""
+        return Executor(self.target, self._cwd, self._threads, _wait=wait)
+
+    def wait_ready(self) -> None:
+        """Waits until a sibling(wait=False) has imported its target (raises ExecutorError if that failed)."""
+        if not self._is_ready:
+            self._ready()
 
     # ---- protocol ----
     def _readline(self) -> bytes:

@@ -57,6 +57,7 @@ DEFAULTS = {
     "quiesce_max_s": 0.05,
     "min_sample_s": 2e-4,
     "seed": 20261130,
+    "layouts": 3,                   # executor processes per side the rounds rotate over (process layouts)
     "value_sets": 4,                # distinct input value sets (original + perturbed), memory permitting
     "value_sets_max_bytes": 1 << 30,
     "perturbation": 0.1,            # floating-point inputs are multiplied by 1 + U(-p, p) per element
@@ -68,7 +69,7 @@ DEFAULTS = {
 }
 #: Keys of DEFAULTS that go to the C++ loop.
 _LOOP_KEYS = ("target_rel_half_width", "budget_s", "min_rounds", "check_fraction", "quiesce_max_s", "min_sample_s",
-              "seed")
+              "seed", "layouts")
 
 
 class _Torch:
@@ -167,19 +168,54 @@ class Capture:
     """One measurement call of one side, held until its pair arrives. A target that is a
     kernelfoundry.executor.Executor (the function under test in a process of its own) is bound once: its inputs
     are the shared-memory tensors the executor reads, a call is one round trip, and the output is copied over
-    only when it is compared."""
+    only when it is compared.
+
+    Layouts. A process's memory and code layout moves its speed by a few per cent for its whole life, and
+    processes started close together in time get similar layouts (measured: executors started first ran ~1 %
+    slower than those started after them, whichever side they served; include/kernelfoundry/paired.hpp).
+    ``add_layouts(cand, ref, n, seed)`` gives executor sides n fresh executors each, started together in a random
+    order; ``select(round)`` makes layout ``round mod n`` the active one (``remote``, ``bound``, ``inputs``,
+    ``out`` refer to it), and ``close_layouts()`` stops them and makes the test's own executor active again."""
 
     def __init__(self, target: Callable, sync: Optional[Callable], args: tuple, kwargs: dict, options: dict):
         self.target, self.sync, self.args, self.kwargs, self.options = target, sync, args, kwargs, options
         self.remote = None
+        self._own: Any = None
+        self._layouts: list = []
         if _Executor is not None and isinstance(target, _Executor):
             self.remote = target
             self.bound = target.bind(args, kwargs)
             self.inputs = self.bound.inputs
+            self._own = (self.remote, self.bound)
         else:
             self.inputs = leaves((args, kwargs))
         self._out: Any = None
         self._out_stale = False
+
+    @property
+    def layouts(self) -> int:
+        """How many layouts this side rotates over (1 for an in-process target and before add_layouts)."""
+        return max(1, len(self._layouts))
+
+    def select(self, round_: int) -> None:
+        """Makes layout ``round_ mod layouts`` the active one."""
+        if self._layouts:
+            remote, bound = self._layouts[round_ % len(self._layouts)]
+            if bound is not self.bound:
+                self.remote, self.bound, self.inputs = remote, bound, bound.inputs
+                self._out_stale = False
+                self._out = None
+
+    def close_layouts(self) -> None:
+        """Stops the executors add_layouts started and makes the test's own executor active again."""
+        for remote, _ in self._layouts:
+            remote.close()
+        self._layouts = []
+        if self._own is not None:
+            self.remote, self.bound = self._own
+            self.inputs = self.bound.inputs
+            self._out_stale = False
+            self._out = None
 
     def call(self) -> None:
         if self.remote is not None:
@@ -195,6 +231,33 @@ class Capture:
             self._out = self.bound.output()
             self._out_stale = False
         return self._out
+
+
+def add_layouts(cand: Capture, ref: Capture, count: int, seed: int) -> None:
+    """Gives each executor side of the pair `count` fresh executors (see Capture), started together: for each
+    layout the two sides' processes start in a random order (seeded), then all are waited for. No-op for
+    count < 2 or when neither side runs in an executor. On failure the ones started are stopped."""
+    sides = [c for c in (cand, ref) if c.remote is not None]
+    if count < 2 or not sides:
+        return
+    rng = random.Random(seed)
+    started: list = []
+    try:
+        for _ in range(count):
+            order = list(sides)
+            rng.shuffle(order)
+            for cap in order:
+                started.append((cap, cap._own[0].sibling(wait=False)))
+        for cap, ex in started:
+            ex.wait_ready()
+        for cap, ex in started:
+            cap._layouts.append((ex, ex.bind(cap.args, cap.kwargs)))
+    except BaseException:
+        for cap, ex in started:
+            ex.close()
+        for cap in sides:
+            cap._layouts = []
+        raise
 
 
 class _Values:
@@ -285,7 +348,10 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> tuple[d
     values = _Values(cand.inputs, opts, seed)
 
     def prepare(capture: Capture) -> Callable[[int], None]:
-        return lambda round_: values.load(capture, round_)
+        def run(round_: int) -> None:
+            capture.select(round_)
+            values.load(capture, round_)
+        return run
 
     def check(round_: int) -> Optional[str]:
         problem = compare_outputs(cand.out, ref.out, opts)
@@ -298,6 +364,7 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> tuple[d
 
     loop = {k: opts[k] for k in _LOOP_KEYS}
     loop["seed"] = seed
+    loop["layouts"] = max(cand.layouts, ref.layouts)
     def side(capture: Capture) -> tuple:
         return (prepare(capture) if capture.inputs else None, capture.call, capture.sync,
                 (lambda: capture.remote.settle(opts["quiesce_max_s"])) if capture.remote is not None else None)
@@ -311,10 +378,25 @@ def measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
     """Times a captured pair and returns the benchmark's record for the report:
     {"paired": True, "status", "detail", "speedup", "ci", "rel_half_width", "rounds", "warmup_rounds",
      "calls_per_sample", "checked_rounds", "stop", "candidate_ms", "reference_ms", "elapsed_s",
-     "after_return_cpu_ms": {"candidate", "reference"}, "value_sets", "remeasured"?}."""
+     "after_return_cpu_ms": {"candidate", "reference"}, "value_sets", "layouts", "layout_speedups",
+     "layout_start_s"?, "remeasured"?}. An executor side runs on opts["layouts"] process layouts (Capture)."""
     mismatch = _inputs_match(cand, ref)
     if mismatch:
         return unpaired_record(cand, opts, f"the sides' inputs differ ({mismatch})")
+    try:
+        started = _monotonic()
+        add_layouts(cand, ref, int(opts["layouts"]), int(opts["seed"]))
+        start_s = _monotonic() - started
+        record = _measure_pair(cand, ref, opts)
+        if max(cand.layouts, ref.layouts) > 1:
+            record["layout_start_s"] = start_s
+        return record
+    finally:
+        cand.close_layouts()
+        ref.close_layouts()
+
+
+def _measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
     res, problem = _measure_once(cand, ref, opts, int(opts["seed"]))
     status, detail = "correct", ""
     if problem:
@@ -353,7 +435,8 @@ def measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
         "candidate_ms": res["candidate_ms"], "reference_ms": res["reference_ms"], "elapsed_s": res["elapsed_s"],
         "after_return_cpu_ms": {"candidate": res["candidate_after_cpu_s"] * 1e3,
                                 "reference": res["reference_after_cpu_s"] * 1e3},
-        "value_sets": res["value_sets"],
+        "value_sets": res["value_sets"], "layouts": max(cand.layouts, ref.layouts),
+        "layout_speedups": list(res["layout_medians"]),
     }
     if "remeasured" in res:
         record["remeasured"] = res["remeasured"]

@@ -213,6 +213,8 @@ py::dict MeasurePairedPy(const py::tuple& candidate, const py::tuple& reference,
     else if (key == "quiesce_max_s") o.quiesce_max_s = v.cast<double>();
     else if (key == "check_fraction") o.check_fraction = v.cast<double>();
     else if (key == "seed") o.seed = v.cast<uint64_t>();
+    else if (key == "layouts") o.layouts = v.cast<int64_t>();
+    else if (key == "bootstrap_resamples") o.bootstrap_resamples = v.cast<int64_t>();
     else throw py::value_error("measure_paired: unknown option '" + key + "'");
   }
   kf::PairedSide c = SideFrom(candidate), r = SideFrom(reference);
@@ -234,6 +236,8 @@ py::dict MeasurePairedPy(const py::tuple& candidate, const py::tuple& reference,
   out["candidate_ms"] = res.candidate_ms;
   out["reference_ms"] = res.reference_ms;
   out["ratios"] = res.ratios;
+  out["layout_of"] = res.layout_of;
+  out["layout_medians"] = res.layout_medians;
   out["speedup"] = res.speedup.median;
   out["ci"] = py::make_tuple(res.speedup.low, res.speedup.high);
   out["rel_half_width"] = res.rel_half_width;

@@ -74,6 +74,8 @@ void PairedOptions::Validate() const {
   Require(std::isfinite(min_sample_s) && min_sample_s >= 0, "min_sample_s", "a time >= 0");
   Require(std::isfinite(quiesce_max_s) && quiesce_max_s >= 0, "quiesce_max_s", "a time >= 0");
   Require(check_fraction >= 0 && check_fraction <= 1, "check_fraction", "a value in [0, 1]");
+  Require(layouts >= 1 && layouts <= 64, "layouts", "1 to 64 layouts");
+  Require(bootstrap_resamples >= 1, "bootstrap_resamples", "at least 1 resample");
 }
 
 MedianCI MedianWithCI(std::vector<double> values, double confidence) {
@@ -103,6 +105,54 @@ MedianCI MedianWithCI(std::vector<double> values, double confidence) {
     out.low = values[static_cast<size_t>(k - 1)];
     out.high = values[static_cast<size_t>(n - k)];
   }
+  return out;
+}
+
+MedianCI HierarchicalMedianCI(const std::vector<double>& values, const std::vector<int64_t>& groups,
+                              int64_t resamples, uint64_t seed, double confidence) {
+  if (values.empty()) throw Error(ErrorKind::kInvalidArgument, "no values", "", "values");
+  if (groups.size() != values.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "expected one group per value", "", "groups");
+  }
+  if (resamples < 1) throw Error(ErrorKind::kInvalidArgument, "expected at least 1 resample", "", "resamples");
+  std::vector<int64_t> ids(groups);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::vector<double>> by_group(ids.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto at = std::lower_bound(ids.begin(), ids.end(), groups[i]) - ids.begin();
+    by_group[static_cast<size_t>(at)].push_back(values[i]);
+  }
+  MedianCI out;
+  out.median = Median(values);
+  std::mt19937_64 rng(seed);
+  std::vector<double> medians;
+  medians.reserve(static_cast<size_t>(resamples));
+  std::vector<double> draw;
+  draw.reserve(values.size() * 2);
+  for (int64_t b = 0; b < resamples; ++b) {
+    draw.clear();
+    for (size_t g = 0; g < by_group.size(); ++g) {
+      const std::vector<double>& pick = by_group[static_cast<size_t>(rng() % by_group.size())];
+      for (size_t j = 0; j < pick.size(); ++j) draw.push_back(pick[static_cast<size_t>(rng() % pick.size())]);
+    }
+    const size_t mid = draw.size() / 2;
+    std::nth_element(draw.begin(), draw.begin() + static_cast<std::ptrdiff_t>(mid), draw.end());
+    double m = draw[mid];
+    if (draw.size() % 2 == 0) {
+      m = 0.5 * (m + *std::max_element(draw.begin(), draw.begin() + static_cast<std::ptrdiff_t>(mid)));
+    }
+    medians.push_back(m);
+  }
+  std::sort(medians.begin(), medians.end());
+  auto quantile = [&](double q) {  // linear interpolation between order statistics
+    const double pos = q * static_cast<double>(medians.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, medians.size() - 1);
+    return medians[lo] + (pos - static_cast<double>(lo)) * (medians[hi] - medians[lo]);
+  };
+  out.low = quantile((1.0 - confidence) / 2.0);
+  out.high = quantile((1.0 + confidence) / 2.0);
   return out;
 }
 
@@ -192,6 +242,19 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
   }
   out.warmup_rounds = static_cast<int64_t>(wc.size());
 
+  // The speedup's interval: order statistics over the rounds; with several layouts, widened to cover the
+  // two-level bootstrap over layouts and rounds (see the header).
+  auto speedup_ci = [&] {
+    MedianCI ci = MedianWithCI(out.ratios);
+    if (options.layouts > 1) {
+      const MedianCI h = HierarchicalMedianCI(out.ratios, out.layout_of, options.bootstrap_resamples,
+                                              options.seed ^ 0x9e3779b97f4a7c15ULL);
+      ci.low = std::min(ci.low, h.low);
+      ci.high = std::max(ci.high, h.high);
+    }
+    return ci;
+  };
+
   // Measured rounds.
   out.stop = "budget";
   const int64_t always_measured = std::min<int64_t>(options.min_rounds, 3);
@@ -201,6 +264,7 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
     out.candidate_ms.push_back(c * 1000.0);
     out.reference_ms.push_back(r * 1000.0);
     out.ratios.push_back(r / c);
+    out.layout_of.push_back(this_round % options.layouts);
     ++out.rounds;
     const bool checked = out.rounds <= 3 || unit(rng) < options.check_fraction;
     if (check && checked) {
@@ -211,8 +275,8 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
         break;
       }
     }
-    if (out.rounds >= options.min_rounds) {
-      MedianCI ci = MedianWithCI(out.ratios);
+    if (out.rounds >= std::max(options.min_rounds, 4 * options.layouts) && out.rounds % options.layouts == 0) {
+      MedianCI ci = speedup_ci();
       if ((ci.high - ci.low) / 2.0 <= options.target_rel_half_width * ci.median) {
         out.stop = "target";
         break;
@@ -224,7 +288,14 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
     }
     if (out.rounds >= always_measured && elapsed() >= options.budget_s) break;
   }
-  out.speedup = MedianWithCI(out.ratios);
+  out.speedup = speedup_ci();
+  for (int64_t l = 0; l < options.layouts; ++l) {
+    std::vector<double> mine;
+    for (size_t i = 0; i < out.ratios.size(); ++i) {
+      if (out.layout_of[i] == l) mine.push_back(out.ratios[i]);
+    }
+    if (!mine.empty()) out.layout_medians.push_back(Median(std::move(mine)));
+  }
   out.rel_half_width = out.speedup.median > 0 ? (out.speedup.high - out.speedup.low) / 2.0 / out.speedup.median : 0;
   out.target_reached = out.stop == "target";
   out.elapsed_s = elapsed();

@@ -1,4 +1,5 @@
-// Internal helpers of the pipeline stages added for issue 10 (infrastructure errors, the isolation note).
+// Internal helpers shared by the pipeline stages: infrastructure errors (issue 10), the isolation note, the
+// test stage's config check.
 #pragma once
 
 #include <optional>
@@ -19,5 +20,10 @@ std::optional<EvalResult> InfrastructureFailure(const BuildStageResult& builds);
 /// Adds to a verdict how build and test children were isolated when they were NOT (issue 10, filesystem
 /// isolation: "the verdict says so"): a line in eval_log and a note in status_detail.
 void NoteIsolation(EvalResult& result);
+
+/// Checks the parts of a task's config that the test stage reads (eval_config.threads, eval_config.allocator,
+/// eval_config.timing: mode, layouts), so that Evaluate can reject them before any build. Throws kf::Error
+/// (kInvalidArgument) naming config.yaml and the field. Defined in test_stage.cc.
+void ValidateTestConfig(const Task& task);
 
 }  // namespace kf

@@ -84,6 +84,8 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
     throw Error(ErrorKind::kInvalidArgument, "nothing to evaluate: the candidate and the reference are both off",
                 "config.yaml", "test_reference");
   }
+  // What the test stage will read from the config is checked now: a typo must not cost a build first.
+  ValidateTestConfig(ev.task);
   // The stage runner: the caller's, else a local one over the caller's harness or the task's own.
   std::unique_ptr<Harness> own_harness;
   std::optional<LocalStageRunner> local;

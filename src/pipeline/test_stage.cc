@@ -149,6 +149,20 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
     wanted = std::min(wanted, std::atof(env));
   }
   o["budget_s"] = std::max(0.5, std::min(wanted, cap));
+  // eval_config.timing.mode: "paired" (default) or "separate" (each side in its own run, as the reference
+  // does; kept for comparisons such as bench/noise_bench).
+  const Json mode = o.value("mode", Json("paired"));
+  if (mode != "paired" && mode != "separate") {
+    throw Error(ErrorKind::kInvalidArgument, "expected \"paired\" or \"separate\", got " + mode.dump(),
+                "config.yaml", "eval_config.timing.mode");
+  }
+  // eval_config.timing.layouts: executor processes per side (kernelfoundry.paired.Capture); each is a whole
+  // process with the candidate loaded, so the count is bounded.
+  if (o.contains("layouts") &&
+      !(o["layouts"].is_number_integer() && o["layouts"].get<int64_t>() >= 1 && o["layouts"].get<int64_t>() <= 64)) {
+    throw Error(ErrorKind::kInvalidArgument, "expected a whole number of layouts from 1 to 64, got " +
+                o["layouts"].dump(), "config.yaml", "eval_config.timing.layouts");
+  }
   return o;
 }
 
@@ -230,6 +244,11 @@ std::vector<TestVariant> MakeTestVariants(const Task& task, bool candidate, bool
   return out;
 }
 
+void ValidateTestConfig(const Task& task) {
+  TimedConditionsFromConfig(task.config);
+  TimingOptions(task, HarnessLimits::FromConfig(task.config));
+}
+
 TestStageResult RunTestStage(const Harness& harness, const Task& task, const std::vector<TestVariant>& variants,
                              const std::vector<std::string>& archs, const EvaluateOptions& options) {
   TestStageResult out;
@@ -244,13 +263,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
   if (std::string m = MeasureOptionsJson(task.config); !m.empty()) env["KERNELFOUNDRY_MEASURE_OPTIONS"] = m;
   for (const auto& [k, v] : options.test_env) env[k] = v;
   Json timing_options = TimingOptions(task, limits);
-  // eval_config.timing.mode: "paired" (default) or "separate" (each side in its own run, as the reference
-  // does; kept for comparisons such as bench/noise_bench).
   const std::string mode = timing_options.value("mode", std::string("paired"));
-  if (mode != "paired" && mode != "separate") {
-    throw Error(ErrorKind::kInvalidArgument, "expected \"paired\" or \"separate\", got \"" + mode + "\"",
-                "config.yaml", "eval_config.timing.mode");
-  }
   timing_options.erase("mode");
   const bool pair = mode == "paired";
   DeviceSlots& slots = options.slots ? *options.slots : ProcessDeviceSlots();

@@ -175,9 +175,81 @@ TEST(MeasurePaired, RealClockMeasuresBackgroundWorkAfterReturn) {
   EXPECT_NEAR(r.elapsed_raw_s, r.elapsed_s, 0.05 * r.elapsed_s + 0.01);
 }
 
+// Three groups (process layouts) whose values sit at 0.95, 1.00 and 1.05 with a little spread inside: the
+// pooled order-statistic interval is narrow around 1.00 and ignores that only three layouts were seen; the
+// two-level bootstrap's interval spans most of the distance between the groups.
+TEST(HierarchicalMedianCI, CoversTheSpreadBetweenGroups) {
+  std::vector<double> values;
+  std::vector<int64_t> groups;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> jitter(-0.002, 0.002);
+  for (int i = 0; i < 30; ++i) {
+    for (int g = 0; g < 3; ++g) {
+      values.push_back(0.95 + 0.05 * g + jitter(rng));
+      groups.push_back(g);
+    }
+  }
+  const MedianCI pooled = MedianWithCI(values);
+  const MedianCI h = HierarchicalMedianCI(values, groups, 2000, 11);
+  EXPECT_NEAR(h.median, pooled.median, 1e-12);
+  EXPECT_NEAR(h.median, 1.0, 0.003);
+  EXPECT_LT(pooled.high - pooled.low, 0.02);
+  EXPECT_LT(h.low, 0.96);
+  EXPECT_GT(h.high, 1.04);
+  // Deterministic for a seed.
+  const MedianCI again = HierarchicalMedianCI(values, groups, 2000, 11);
+  EXPECT_EQ(again.low, h.low);
+  EXPECT_EQ(again.high, h.high);
+}
+
+// One group: the bootstrap of the median agrees with the order-statistic interval to within a rank or two.
+TEST(HierarchicalMedianCI, OneGroupIsTheOrdinaryBootstrap) {
+  std::vector<double> values = OneTo(101);
+  const MedianCI h = HierarchicalMedianCI(values, std::vector<int64_t>(values.size(), 7), 4000, 5);
+  const MedianCI os = MedianWithCI(values);
+  EXPECT_EQ(h.median, 51);
+  EXPECT_NEAR(h.low, os.low, 3.0);
+  EXPECT_NEAR(h.high, os.high, 3.0);
+  EXPECT_THROW(HierarchicalMedianCI({}, {}, 10, 1), Error);
+  EXPECT_THROW(HierarchicalMedianCI({1.0, 2.0}, {0}, 10, 1), Error);
+  EXPECT_THROW(HierarchicalMedianCI({1.0}, {0}, 0, 1), Error);
+}
+
+// Sides that rotate over three layouts, one of which runs the candidate 10 % slower: prepare sees the layout as
+// round mod 3, every layout gets its share of the rounds, and the interval widens to cover the layouts'
+// medians (the order-statistic interval alone would sit on the two fast layouts' exact ratio of 1.0).
+TEST(MeasurePaired, RotatesOverLayoutsAndTheIntervalCoversTheirSpread) {
+  FakeMachine m;
+  int64_t layout = -1;
+  std::vector<int64_t> seen(3, 0);
+  PairedSide cand{[&](int64_t round) { layout = round % 3; ++seen[static_cast<size_t>(layout)]; },
+                  [&] { m.t += std::chrono::microseconds(layout == 2 ? 1100 : 1000); }, nullptr, nullptr};
+  PairedSide ref{[&](int64_t round) { layout = round % 3; }, [&] { m.t += std::chrono::microseconds(1000); },
+                 nullptr, nullptr};
+  PairedOptions o = Fast();
+  o.layouts = 3;
+  o.budget_s = 0.5;
+  PairedResult r = MeasurePaired(cand, ref, o, {}, m.clock());
+  ASSERT_EQ(r.layout_of.size(), r.ratios.size());
+  for (size_t i = 1; i < r.layout_of.size(); ++i) EXPECT_EQ(r.layout_of[i], (r.layout_of[i - 1] + 1) % 3);
+  ASSERT_EQ(r.layout_medians.size(), 3u);
+  std::vector<double> medians = r.layout_medians;
+  std::sort(medians.begin(), medians.end());
+  EXPECT_NEAR(medians[0], 1.0 / 1.1, 1e-9);
+  EXPECT_NEAR(medians[2], 1.0, 1e-9);
+  EXPECT_DOUBLE_EQ(r.speedup.median, 1.0);
+  EXPECT_LT(r.speedup.low, 0.95);  // the slow layout is inside the interval
+  EXPECT_FALSE(r.target_reached);  // ±2 % cannot be claimed from layouts 10 % apart
+  EXPECT_GE(seen[0], r.rounds / 3);
+  EXPECT_GE(seen[2], r.rounds / 3);
+}
+
 TEST(PairedOptions, Validated) {
   PairedOptions o;
   o.budget_s = 0;
+  EXPECT_THROW(o.Validate(), Error);
+  o = PairedOptions{};
+  o.layouts = 0;
   EXPECT_THROW(o.Validate(), Error);
   PairedSide empty;
   EXPECT_THROW(MeasurePaired(empty, empty, PairedOptions{}), Error);

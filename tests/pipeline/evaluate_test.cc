@@ -261,6 +261,51 @@ TEST_F(PyScale, TimedProcessesRunOnTheDeclaredAllocator) {
   }
 }
 
+// Regression (stop 20): a bad eval_config.allocator was reported only after the candidate's build (the test
+// stage reads it). Every config field the test stage reads is checked before the build now.
+TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
+  struct CountingRunner final : StageRunner {
+    int builds = 0;
+    BuildStageResult Build(Task&, const BuildPlan&, const EvaluateOptions&) override {
+      ++builds;
+      return {};
+    }
+    TestStageResult Test(const Task&, const std::vector<TestVariant>&, const std::vector<std::string>&,
+                         const EvaluateOptions&) override {
+      return {};
+    }
+  };
+  const std::vector<std::pair<std::string, Json>> bad = {
+      {"allocator", Json("tcmalloc")}, {"threads", Json(0)}, {"timing", Json{{"mode", "both"}}},
+      {"timing", Json{{"layouts", 0}}}, {"timing", Json{{"layouts", 1.5}}}, {"timing", Json{{"layouts", 65}}}};
+  for (const auto& [field, value] : bad) {
+    Task task = task_;
+    Json config = task.config;
+    config["eval_config"][field] = value;
+    task.ApplyConfig(config);
+    CountingRunner runner;
+    EvaluateOptions o;
+    o.runner = &runner;
+    try {
+      Evaluate(task, std::nullopt, o);
+      ADD_FAILURE() << field << " = " << value.dump() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("config.yaml"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("eval_config." + field), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(runner.builds, 0) << field << " = " << value.dump();
+  }
+  Task task = task_;
+  Json config = task.config;
+  config["eval_config"]["timing"] = Json{{"layouts", 2}, {"mode", "separate"}};
+  task.ApplyConfig(config);
+  CountingRunner runner;
+  EvaluateOptions o;
+  o.runner = &runner;
+  Evaluate(task, std::nullopt, o);
+  EXPECT_EQ(runner.builds, 1);
+}
+
 TEST_F(PyScale, CliRunAndValidateRun) {
   WriteFile(tmp_.path() / "wrong.py", "def scale(xs):\n    return [3 * x for x in xs]\n");
   auto [rc, out] = testing::RunShell(Kf("run '" + dir_.string() + "' --no-reference --no-store --no-verdict-cache --candidate '" +

@@ -108,7 +108,7 @@ TASK = textwrap.dedent('''
             measure_runtime(kernel, lambda: None, args=(x, b, SCALE))
 ''')
 
-FAST = json.dumps({"budget_s": 3.0, "min_rounds": 8, "target_rel_half_width": 0.05})
+FAST = json.dumps({"budget_s": 3.0, "min_rounds": 8, "target_rel_half_width": 0.05, "layouts": 2})
 BENCH = "task.py::TestRemote::test_bench"
 
 
@@ -208,6 +208,39 @@ def test_cpu_used_after_the_reply_is_measured(sides_dir, monkeypatch):
         ex.close()
 
 
+def test_layouts_are_fresh_processes_in_turn_and_are_stopped_afterwards(sides_dir):
+    from kernelfoundry import paired
+    paired.TORCH.capture()
+    cand_ex = Executor("sides:candidate", cwd=sides_dir)
+    ref_ex = Executor("sides:reference", cwd=sides_dir)
+    try:
+        args = (torch.randn(64), torch.randn(64), 1.0)
+        cand, ref = paired.Capture(cand_ex, None, args, {}, {}), paired.Capture(ref_ex, None, args, {}, {})
+        paired.add_layouts(cand, ref, 3, seed=1)
+        assert cand.layouts == 3 and ref.layouts == 3
+        pids = []
+        for r in range(3):
+            cand.select(r)
+            ref.select(r)
+            pids += [cand.remote.proc.pid, ref.remote.proc.pid]
+            cand.call()
+            ref.call()
+            assert torch.equal(cand.out, ref.out)
+        assert len(set(pids)) == 6 and not {cand_ex.proc.pid, ref_ex.proc.pid} & set(pids)
+        cand.select(4)  # round 4 -> layout 1
+        assert cand.remote.proc.pid == pids[2]
+        procs = [c.remote.proc for c in (cand, ref)]
+        cand.close_layouts()
+        ref.close_layouts()
+        assert all(p.poll() is not None for p in procs)
+        assert cand.remote is cand_ex and cand.layouts == 1
+        cand.call()  # the test's own executor still serves
+        assert cand.out.shape == (64,)
+    finally:
+        cand_ex.close()
+        ref_ex.close()
+
+
 # ---- a task whose function under test runs in an executor ----
 
 def test_identical_candidate_is_paired_across_two_executors_near_one(task):
@@ -216,6 +249,10 @@ def test_identical_candidate_is_paired_across_two_executors_near_one(task):
     assert rec["status"] in ("correct", "noisy"), rec
     assert 0.8 < rec["speedup"] < 1.25, rec
     assert rec["rounds"] >= 8 and rec["checked_rounds"] >= 3 and rec["value_sets"] == 4
+    # Timed on two fresh executor pairs, alternating by round (process layouts).
+    assert rec["layouts"] == 2 and len(rec["layout_speedups"]) == 2, rec
+    assert all(0.7 < v < 1.4 for v in rec["layout_speedups"]), rec
+    assert rec["ci"][0] <= rec["speedup"] <= rec["ci"][1]
 
 
 def test_slower_candidate_has_a_speedup_below_one(task):
