@@ -57,7 +57,7 @@ DEFAULTS = {
     "quiesce_max_s": 0.05,
     "min_sample_s": 2e-4,
     "seed": 20261130,
-    "layouts": 3,                   # executor processes per side the rounds rotate over (process layouts)
+    "layouts": 4,                   # executor processes per side the rounds rotate over (process layouts)
     "value_sets": 4,                # distinct input value sets (original + perturbed), memory permitting
     "value_sets_max_bytes": 1 << 30,
     "perturbation": 0.1,            # floating-point inputs are multiplied by 1 + U(-p, p) per element
@@ -173,7 +173,7 @@ class Capture:
     Layouts. A process's memory and code layout moves its speed by a few per cent for its whole life, and
     processes started close together in time get similar layouts (measured: executors started first ran ~1 %
     slower than those started after them, whichever side they served; include/kernelfoundry/paired.hpp).
-    ``add_layouts(cand, ref, n, seed)`` gives executor sides n fresh executors each, started together in a random
+    ``add_layouts(cand, ref, n)`` gives executor sides n fresh executors each, started together in a balanced
     order; ``select(round)`` makes layout ``round mod n`` the active one (``remote``, ``bound``, ``inputs``,
     ``out`` refer to it), and ``close_layouts()`` stops them and makes the test's own executor active again."""
 
@@ -233,20 +233,18 @@ class Capture:
         return self._out
 
 
-def add_layouts(cand: Capture, ref: Capture, count: int, seed: int) -> None:
-    """Gives each executor side of the pair `count` fresh executors (see Capture), started together: for each
-    layout the two sides' processes start in a random order (seeded), then all are waited for. No-op for
-    count < 2 or when neither side runs in an executor. On failure the ones started are stopped."""
+def add_layouts(cand: Capture, ref: Capture, count: int) -> None:
+    """Gives each executor side of the pair `count` fresh executors (see Capture), started together, the
+    candidate's first for even layouts and the reference's first for odd ones (processes started close together
+    get similar layouts: a fixed order would favour one side), then all are waited for. No-op for count < 2 or
+    when neither side runs in an executor. On failure the ones started are stopped."""
     sides = [c for c in (cand, ref) if c.remote is not None]
     if count < 2 or not sides:
         return
-    rng = random.Random(seed)
     started: list = []
     try:
-        for _ in range(count):
-            order = list(sides)
-            rng.shuffle(order)
-            for cap in order:
+        for layout in range(count):
+            for cap in (sides if layout % 2 == 0 else sides[::-1]):
                 started.append((cap, cap._own[0].sibling(wait=False)))
         for cap, ex in started:
             ex.wait_ready()
@@ -385,7 +383,7 @@ def measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
         return unpaired_record(cand, opts, f"the sides' inputs differ ({mismatch})")
     try:
         started = _monotonic()
-        add_layouts(cand, ref, int(opts["layouts"]), int(opts["seed"]))
+        add_layouts(cand, ref, int(opts["layouts"]))
         start_s = _monotonic() - started
         record = _measure_pair(cand, ref, opts)
         if max(cand.layouts, ref.layouts) > 1:
