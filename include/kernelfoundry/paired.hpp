@@ -19,7 +19,7 @@
 //    moved by ≤ warmup_tolerance against the window before (steady allocator and caches), or the warm-up
 //    budget ran out.
 //  * Measurement: rounds until the 95 % CI of the median ratio has a half-width ≤ target_rel_half_width ×
-//    median (and at least min_rounds rounds, and 4 per layout), or the time budget ran out (target_reached = false: the caller
+//    median (and at least min_rounds rounds, and 4 per layout, checked at the end of a block), or the time budget ran out (target_reached = false: the caller
 //    reports the result as noisy), or `check` reported a problem.
 //  * `check(round)` is called after both sides ran in a checked round (the first three measured rounds, then a
 //    check_fraction share drawn at random), outside every window: it compares outputs and inputs. A returned
@@ -29,7 +29,8 @@
 //  * Layouts: a process's memory and code layout shifts its speed by a few per cent for the life of the process
 //    (measured on bias_relu/softmax executors: one pair of processes scored 1.02–1.04 over four measurements, the
 //    next 0.98–0.99; pinning both to one CPU changed nothing). A side that runs in other processes (executors)
-//    can rotate over `layouts` of them: round r uses layout r mod layouts (the prepare callbacks switch to it),
+//    can rotate over `layouts` of them: round r uses layout (r / layout_block) mod layouts (the prepare callbacks
+//    switch to it; a block of rounds per visit keeps a layout's buffers warm after its first round),
 //    so the speedup averages over that many layouts, and the interval also covers the spread between them: the
 //    union of the order-statistic interval and a two-level bootstrap (HierarchicalMedianCI) over layouts and
 //    the rounds within them. Randomising layout so that it becomes part of the sampled variance follows
@@ -64,6 +65,7 @@ struct PairedOptions {
   double check_fraction = 0.2;          ///< share of measured rounds checked (besides the first three)
   uint64_t seed = 1;                    ///< round order, checked rounds, batch sizes, bootstrap draws
   int64_t layouts = 1;                  ///< process layouts the sides rotate through (see the file comment)
+  int64_t layout_block = 1;             ///< consecutive rounds on one layout before the next takes over
   int64_t bootstrap_resamples = 2000;   ///< resamples of the two-level bootstrap (layouts > 1)
 
   /// Throws kf::Error(kInvalidArgument, "PairedOptions", field) unless the values are finite and in range.
@@ -116,7 +118,7 @@ struct PairedResult {
   std::vector<double> candidate_ms;  ///< per-call ms of each measured round
   std::vector<double> reference_ms;
   std::vector<double> ratios;        ///< reference_ms[i] / candidate_ms[i]
-  std::vector<int64_t> layout_of;    ///< the layout of each measured round (round number mod layouts)
+  std::vector<int64_t> layout_of;    ///< the layout of each measured round ((round / layout_block) mod layouts)
   std::vector<double> layout_medians;  ///< median ratio per layout (one entry when layouts = 1)
   MedianCI speedup;                  ///< median ratio and its 95 % CI (with layouts > 1: see the file comment)
   double rel_half_width = 0;         ///< (high − low) / 2 / median

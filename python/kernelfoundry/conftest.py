@@ -372,10 +372,11 @@ def _paired_state(config) -> dict:
             raise pytest.UsageError(f"--kf-paired-options: unknown option(s) {unknown} "
                                     f"(expected some of {sorted(options)})")
         options.update(given)
-        layouts = options["layouts"]
-        if not (isinstance(layouts, int) and not isinstance(layouts, bool) and 1 <= layouts <= 64):
-            raise pytest.UsageError(f"--kf-paired-options: layouts: expected a whole number from 1 to 64, got "
-                                    f"{layouts!r}")
+        for key, top in (("layouts", 64), ("layout_block", 1 << 20)):
+            value = options[key]
+            if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= top):
+                raise pytest.UsageError(f"--kf-paired-options: {key}: expected a whole number from 1 to {top}, got "
+                                        f"{value!r}")
     return {"enabled": bool(config.getoption("kf_paired", False)), "options": options, "captures": {},
             "records": {}, "reference_runtimes": {}, "reference_outcomes": {}}
 

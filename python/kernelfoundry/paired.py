@@ -57,7 +57,8 @@ DEFAULTS = {
     "quiesce_max_s": 0.05,
     "min_sample_s": 2e-4,
     "seed": 20261130,
-    "layouts": 4,                   # executor processes per side the rounds rotate over (process layouts)
+    "layouts": 1,                   # executor processes per side the rounds rotate over (process layouts; opt-in)
+    "layout_block": 8,              # consecutive rounds on one layout before the next takes over
     "value_sets": 4,                # distinct input value sets (original + perturbed), memory permitting
     "value_sets_max_bytes": 1 << 30,
     "perturbation": 0.1,            # floating-point inputs are multiplied by 1 + U(-p, p) per element
@@ -69,7 +70,7 @@ DEFAULTS = {
 }
 #: Keys of DEFAULTS that go to the C++ loop.
 _LOOP_KEYS = ("target_rel_half_width", "budget_s", "min_rounds", "check_fraction", "quiesce_max_s", "min_sample_s",
-              "seed", "layouts")
+              "seed", "layouts", "layout_block")
 
 
 class _Torch:
@@ -174,7 +175,7 @@ class Capture:
     processes started close together in time get similar layouts (measured: executors started first ran ~1 %
     slower than those started after them, whichever side they served; include/kernelfoundry/paired.hpp).
     ``add_layouts(cand, ref, n)`` gives executor sides n fresh executors each, started together in a balanced
-    order; ``select(round)`` makes layout ``round mod n`` the active one (``remote``, ``bound``, ``inputs``,
+    order; ``select(round, block)`` makes layout ``(round // block) mod n`` the active one (``remote``, ``bound``, ``inputs``,
     ``out`` refer to it), and ``close_layouts()`` stops them and makes the test's own executor active again."""
 
     def __init__(self, target: Callable, sync: Optional[Callable], args: tuple, kwargs: dict, options: dict):
@@ -197,10 +198,10 @@ class Capture:
         """How many layouts this side rotates over (1 for an in-process target and before add_layouts)."""
         return max(1, len(self._layouts))
 
-    def select(self, round_: int) -> None:
-        """Makes layout ``round_ mod layouts`` the active one."""
+    def select(self, round_: int, block: int = 1) -> None:
+        """Makes layout ``(round_ // block) mod layouts`` the active one (the C++ loop's layout of the round)."""
         if self._layouts:
-            remote, bound = self._layouts[round_ % len(self._layouts)]
+            remote, bound = self._layouts[(round_ // max(1, block)) % len(self._layouts)]
             if bound is not self.bound:
                 self.remote, self.bound, self.inputs = remote, bound, bound.inputs
                 self._out_stale = False
@@ -347,7 +348,7 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> tuple[d
 
     def prepare(capture: Capture) -> Callable[[int], None]:
         def run(round_: int) -> None:
-            capture.select(round_)
+            capture.select(round_, int(opts["layout_block"]))
             values.load(capture, round_)
         return run
 

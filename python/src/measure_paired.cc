@@ -214,6 +214,7 @@ py::dict MeasurePairedPy(const py::tuple& candidate, const py::tuple& reference,
     else if (key == "check_fraction") o.check_fraction = v.cast<double>();
     else if (key == "seed") o.seed = v.cast<uint64_t>();
     else if (key == "layouts") o.layouts = v.cast<int64_t>();
+    else if (key == "layout_block") o.layout_block = v.cast<int64_t>();
     else if (key == "bootstrap_resamples") o.bootstrap_resamples = v.cast<int64_t>();
     else throw py::value_error("measure_paired: unknown option '" + key + "'");
   }

@@ -75,6 +75,7 @@ void PairedOptions::Validate() const {
   Require(std::isfinite(quiesce_max_s) && quiesce_max_s >= 0, "quiesce_max_s", "a time >= 0");
   Require(check_fraction >= 0 && check_fraction <= 1, "check_fraction", "a value in [0, 1]");
   Require(layouts >= 1 && layouts <= 64, "layouts", "1 to 64 layouts");
+  Require(layout_block >= 1, "layout_block", "at least 1 round per block");
   Require(bootstrap_resamples >= 1, "bootstrap_resamples", "at least 1 resample");
 }
 
@@ -264,7 +265,7 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
     out.candidate_ms.push_back(c * 1000.0);
     out.reference_ms.push_back(r * 1000.0);
     out.ratios.push_back(r / c);
-    out.layout_of.push_back(this_round % options.layouts);
+    out.layout_of.push_back((this_round / options.layout_block) % options.layouts);
     ++out.rounds;
     const bool checked = out.rounds <= 3 || unit(rng) < options.check_fraction;
     if (check && checked) {
@@ -275,7 +276,8 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
         break;
       }
     }
-    if (out.rounds >= std::max(options.min_rounds, 4 * options.layouts) && out.rounds % options.layouts == 0) {
+    const bool block_end = (this_round + 1) % options.layout_block == 0;
+    if (out.rounds >= std::max(options.min_rounds, 4 * options.layouts) && (options.layouts == 1 || block_end)) {
       MedianCI ci = speedup_ci();
       if ((ci.high - ci.low) / 2.0 <= options.target_rel_half_width * ci.median) {
         out.stop = "target";

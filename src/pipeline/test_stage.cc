@@ -157,11 +157,14 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
                 "config.yaml", "eval_config.timing.mode");
   }
   // eval_config.timing.layouts: executor processes per side (kernelfoundry.paired.Capture); each is a whole
-  // process with the candidate loaded, so the count is bounded.
-  if (o.contains("layouts") &&
-      !(o["layouts"].is_number_integer() && o["layouts"].get<int64_t>() >= 1 && o["layouts"].get<int64_t>() <= 64)) {
-    throw Error(ErrorKind::kInvalidArgument, "expected a whole number of layouts from 1 to 64, got " +
-                o["layouts"].dump(), "config.yaml", "eval_config.timing.layouts");
+  // process with the candidate loaded, so the count is bounded. layout_block: rounds per visit of a layout.
+  for (const auto& [key, top] : {std::pair<const char*, int64_t>{"layouts", 64}, {"layout_block", 1 << 20}}) {
+    if (o.contains(key) &&
+        !(o[key].is_number_integer() && o[key].get<int64_t>() >= 1 && o[key].get<int64_t>() <= top)) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "expected a whole number from 1 to " + std::to_string(top) + ", got " + o[key].dump(),
+                  "config.yaml", std::string("eval_config.timing.") + key);
+    }
   }
   return o;
 }

@@ -242,6 +242,21 @@ TEST(MeasurePaired, RotatesOverLayoutsAndTheIntervalCoversTheirSpread) {
   EXPECT_FALSE(r.target_reached);  // ±2 % cannot be claimed from layouts 10 % apart
   EXPECT_GE(seen[0], r.rounds / 3);
   EXPECT_GE(seen[2], r.rounds / 3);
+
+  // In blocks: two consecutive rounds per layout, the same mapping on both sides of the callbacks.
+  o.layout_block = 2;
+  std::vector<std::pair<int64_t, int64_t>> rounds;  // (round, layout prepare saw)
+  cand.prepare = [&](int64_t round) {
+    layout = (round / 2) % 3;
+    if (rounds.empty() || rounds.back().first != round) rounds.emplace_back(round, layout);
+  };
+  ref.prepare = [&](int64_t round) { layout = (round / 2) % 3; };
+  r = MeasurePaired(cand, ref, o, {}, m.clock());
+  const size_t first_measured = rounds.size() - r.layout_of.size();
+  for (size_t i = 0; i < r.layout_of.size(); ++i) {
+    EXPECT_EQ(r.layout_of[i], rounds[first_measured + i].second) << i;
+  }
+  EXPECT_EQ(r.layout_medians.size(), 3u);
 }
 
 TEST(PairedOptions, Validated) {
