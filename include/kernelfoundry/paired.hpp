@@ -19,8 +19,9 @@
 //    moved by ≤ warmup_tolerance against the window before (steady allocator and caches), or the warm-up
 //    budget ran out.
 //  * Measurement: rounds until the 95 % CI of the median ratio has a half-width ≤ target_rel_half_width ×
-//    median (and at least min_rounds rounds, and 4 per layout, checked at the end of a block), or the time budget ran out (target_reached = false: the caller
-//    reports the result as noisy), or `check` reported a problem.
+//    median (and at least min_rounds rounds; with layouts, 4 per layout and checked at the end of a block), or
+//    the time budget ran out (target_reached = false: the caller reports the result as noisy), or `check`
+//    reported a problem.
 //  * `check(round)` is called after both sides ran in a checked round (the first three measured rounds, then a
 //    check_fraction share drawn at random), outside every window: it compares outputs and inputs. A returned
 //    problem ends the measurement with that problem.
@@ -35,7 +36,8 @@
 //    union of the order-statistic interval and a two-level bootstrap (HierarchicalMedianCI) over layouts and
 //    the rounds within them. Randomising layout so that it becomes part of the sampled variance follows
 //    Curtsinger & Berger, "Stabilizer" (ASPLOS 2013); the design with repetitions at the process level follows
-//    Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time" (ISMM 2013).
+//    Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time" (ISMM 2013). Callers opt in (layouts = 1 by
+//    default): on a 2-core machine more layouts made the interval honest but wide (±3–5 %), see README.
 //  * Exceptions of the callbacks propagate. Not thread-safe per call; concurrent calls are independent (and
 //    interfere: callers serialise timed phases per device, device_slots.hpp).
 #pragma once

@@ -175,8 +175,9 @@ class Capture:
     processes started close together in time get similar layouts (measured: executors started first ran ~1 %
     slower than those started after them, whichever side they served; include/kernelfoundry/paired.hpp).
     ``add_layouts(cand, ref, n)`` gives executor sides n fresh executors each, started together in a balanced
-    order; ``select(round, block)`` makes layout ``(round // block) mod n`` the active one (``remote``, ``bound``, ``inputs``,
-    ``out`` refer to it), and ``close_layouts()`` stops them and makes the test's own executor active again."""
+    order; ``select(round, block)`` makes layout ``(round // block) mod n`` the active one (``remote``,
+    ``bound``, ``inputs``, ``out`` refer to it), and ``close_layouts()`` stops them and makes the test's own
+    executor active again. Opt-in: DEFAULTS["layouts"] is 1 (README, "Process layouts")."""
 
     def __init__(self, target: Callable, sync: Optional[Callable], args: tuple, kwargs: dict, options: dict):
         self.target, self.sync, self.args, self.kwargs, self.options = target, sync, args, kwargs, options
@@ -378,7 +379,8 @@ def measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
     {"paired": True, "status", "detail", "speedup", "ci", "rel_half_width", "rounds", "warmup_rounds",
      "calls_per_sample", "checked_rounds", "stop", "candidate_ms", "reference_ms", "elapsed_s",
      "after_return_cpu_ms": {"candidate", "reference"}, "value_sets", "layouts", "layout_speedups",
-     "layout_start_s"?, "remeasured"?}. An executor side runs on opts["layouts"] process layouts (Capture)."""
+     "layout_start_s"?, "layout_block"?, "layouts_note"?, "remeasured"?}. An executor side runs on opts["layouts"]
+    process layouts (Capture); layouts_note says when layouts were asked for but no side runs in an executor."""
     mismatch = _inputs_match(cand, ref)
     if mismatch:
         return unpaired_record(cand, opts, f"the sides' inputs differ ({mismatch})")
@@ -388,7 +390,11 @@ def measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
         start_s = _monotonic() - started
         record = _measure_pair(cand, ref, opts)
         if max(cand.layouts, ref.layouts) > 1:
-            record["layout_start_s"] = start_s
+            record["layout_start_s"] = start_s  # outside budget_s: the loop starts after all are ready
+            record["layout_block"] = int(opts["layout_block"])
+        elif int(opts["layouts"]) > 1:
+            record["layouts_note"] = (f"layouts: {int(opts['layouts'])} was asked for, but neither side runs in an "
+                                      "executor: both run in the test process (1 layout)")
         return record
     finally:
         cand.close_layouts()

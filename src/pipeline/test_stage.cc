@@ -94,7 +94,8 @@ TimedConditions TimedConditionsFromConfig(const Json& config) {
   const ConfigView view(config);
   c.threads = static_cast<int>(view.Int("eval_config.threads", UsableCpus()));
   if (c.threads < 1) {
-    throw Error(ErrorKind::kInvalidArgument, "expected a thread count >= 1", "config.yaml", "eval_config.threads");
+    throw Error(ErrorKind::kInvalidArgument, "expected a thread count >= 1, got " + std::to_string(c.threads),
+                "config.yaml", "eval_config.threads");
   }
   const std::string n = std::to_string(c.threads);
   c.env = {{"KF_THREADS", n},           {"OMP_NUM_THREADS", n},          {"MKL_NUM_THREADS", n},

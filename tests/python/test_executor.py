@@ -251,6 +251,7 @@ def test_identical_candidate_is_paired_across_two_executors_near_one(task):
     assert rec["rounds"] >= 8 and rec["checked_rounds"] >= 3 and rec["value_sets"] == 4
     # Timed on two fresh executor pairs, alternating by round (process layouts).
     assert rec["layouts"] == 2 and len(rec["layout_speedups"]) == 2, rec
+    assert rec["layout_block"] == 8 and rec["layout_start_s"] > 0 and "layouts_note" not in rec, rec
     assert all(0.7 < v < 1.4 for v in rec["layout_speedups"]), rec
     assert rec["ci"][0] <= rec["speedup"] <= rec["ci"][1]
 
