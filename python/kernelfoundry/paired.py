@@ -70,7 +70,7 @@ DEFAULTS = {
 }
 #: Keys of DEFAULTS that go to the C++ loop.
 _LOOP_KEYS = ("target_rel_half_width", "budget_s", "min_rounds", "check_fraction", "quiesce_max_s", "min_sample_s",
-              "seed", "layouts", "layout_block")
+              "seed", "layout_block")
 
 
 class _Torch:
@@ -202,11 +202,7 @@ class Capture:
     def select(self, round_: int, block: int = 1) -> None:
         """Makes layout ``(round_ // block) mod layouts`` the active one (the C++ loop's layout of the round)."""
         if self._layouts:
-            remote, bound = self._layouts[(round_ // max(1, block)) % len(self._layouts)]
-            if bound is not self.bound:
-                self.remote, self.bound, self.inputs = remote, bound, bound.inputs
-                self._out_stale = False
-                self._out = None
+            self._use(*self._layouts[(round_ // max(1, block)) % len(self._layouts)])
 
     def close_layouts(self) -> None:
         """Stops the executors add_layouts started and makes the test's own executor active again."""
@@ -214,8 +210,12 @@ class Capture:
             remote.close()
         self._layouts = []
         if self._own is not None:
-            self.remote, self.bound = self._own
-            self.inputs = self.bound.inputs
+            self._use(*self._own)
+
+    def _use(self, remote: Any, bound: Any) -> None:
+        """Makes (remote, bound) the active executor; a previous call's output belongs to the old one."""
+        if bound is not self.bound:
+            self.remote, self.bound, self.inputs = remote, bound, bound.inputs
             self._out_stale = False
             self._out = None
 
