@@ -77,6 +77,7 @@ _OUTCOMES = pytest.StashKey[dict]()
 _STARTED = pytest.StashKey[float]()
 _MEASURE_DEFAULTS = pytest.StashKey[dict]()
 _CALL_REPORT = pytest.StashKey[pytest.TestReport]()
+_HEAP = pytest.StashKey[str]()  # where the heap thresholds came from (_steady_heap)
 
 
 def pytest_addoption(parser):
@@ -133,6 +134,7 @@ def pytest_configure(config):
     if capman is not None:
         _executor.BEFORE_FATAL[:] = [lambda: capman.suspend_global_capture(in_=False)]
     config.stash[_MEASURE_DEFAULTS] = _measure_defaults_from_env()
+    config.stash[_HEAP] = _steady_heap()
     try:  # fail fast, before any test runs, on malformed parameters
         parse_template_params(config.getoption("template_params", None))
         parse_runtime_params(config.getoption("runtime_params", None))
@@ -235,7 +237,7 @@ def _write_result_report(session, exitstatus) -> None:
         doc["paired"] = state["records"]
         doc["reference_runtimes"] = state["reference_runtimes"]
         doc["reference_tests"] = list(state["reference_outcomes"].values())
-        doc["conditions"] = _conditions()
+        doc["conditions"] = _conditions(session.config)
     data = _json_dumps(doc, allow_nan=False, default=str).encode("utf-8")
     try:
         view = memoryview(data)
@@ -483,10 +485,38 @@ def _finish_unpaired(state: dict, store: dict) -> None:
     state["captures"].clear()
 
 
-def _conditions() -> dict:
+# The heap thresholds kf gives every test process (src/pipeline/test_stage.cc, TimedConditions).
+_HEAP_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "1073741824"}
+
+
+def _steady_heap() -> str:
+    """Gives this process and its children (executors) the steady heap kf's test stage gives them, when pytest was
+    started without it: glibc's mmap and trim thresholds fixed at 1 GiB (mallopt here, the MALLOC_*_THRESHOLD_
+    environment for children). With the dynamic thresholds, a call allocating 8 MB temporaries page-faults on
+    every call or on none depending on the process's allocation history (6,112 vs 0 minor faults per call
+    measured for torch.relu(x + b) * s at 1024x2048), so timings flip between ~2 and ~7 ms in runs of rounds
+    (seen 2026-12-01: one executor pair of an identical candidate scored 2.25x). Returns where the heap settings
+    came from: "environment" (kf or the user set them; left alone), "plugin" (set here), or "unchanged" (no glibc
+    mallopt: another C library)."""
+    if "MALLOC_TRIM_THRESHOLD_" in os.environ or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return "environment"
+    try:
+        import ctypes  # noqa: PLC0415
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return "unchanged"
+    # malloc.h: M_TRIM_THRESHOLD = -1, M_MMAP_THRESHOLD = -3; mallopt returns 1 on success.
+    if not (mallopt(-3, 1 << 30) and mallopt(-1, 1 << 30)):
+        return "unchanged"
+    os.environ.update(_HEAP_ENV)
+    return "plugin"
+
+
+def _conditions(config) -> dict:
     torch = _paired.TORCH.mod
     return {
         "threads": torch.get_num_threads() if torch is not None else None,
+        "heap": config.stash.get(_HEAP, "environment"),
         "env": {k: os.environ.get(k) for k in ("KF_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                                                 "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_",
                                                 "MALLOC_TRIM_THRESHOLD_", "MALLOC_CONF", "LD_PRELOAD")},

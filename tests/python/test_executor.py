@@ -58,10 +58,10 @@ SIDES = textwrap.dedent('''
                 return torch.empty_like(x)
             if CHEAT == "background":
                 out = torch.empty_like(x)
-                def work():  # 4 ms of torch calls, which let go of the GIL (a pure-Python loop would hold
-                    end = time.perf_counter() + 0.004  # it and delay the reply until the work is done)
-                    m = torch.ones(96, 96)
-                    while time.perf_counter() < end:
+                def work():  # 20 ms of this thread's CPU in torch calls, which let go of the GIL (a pure-Python
+                    end = time.thread_time() + 0.02  # loop would hold it and delay the reply until the work is done);
+                    m = torch.ones(96, 96)  # CPU time, not wall time: on a loaded machine a wall-clock deadline
+                    while time.thread_time() < end:  # could pass while the thread waits for a CPU (CI saw 0.6 ms)
                         torch.mm(m, m)
                     torch.mul(torch.relu(x + b), s, out=out)
                 threading.Thread(target=work).start()
@@ -193,7 +193,7 @@ def test_cpu_used_after_the_reply_is_measured(sides_dir, monkeypatch):
         bound = ex.bind((torch.randn(64), torch.randn(64), 1.0))
         ex.settle()
         bound.call()
-        assert ex.settle(max_s=0.2) > 0.001  # the 4 ms busy thread ran after the reply
+        assert ex.settle(max_s=0.5) > 0.005  # most of the 20 ms busy thread ran after the reply
     finally:
         ex.close()
     monkeypatch.setenv("CHEAT", "none")
@@ -252,7 +252,7 @@ def test_identical_candidate_is_paired_across_two_executors_near_one(task):
     # Timed on two fresh executor pairs, alternating by round (process layouts).
     assert rec["layouts"] == 2 and len(rec["layout_speedups"]) == 2, rec
     assert rec["layout_block"] == 8 and rec["layout_start_s"] > 0 and "layouts_note" not in rec, rec
-    assert all(0.7 < v < 1.4 for v in rec["layout_speedups"]), rec
+    assert all(0.7 < v < 1.4 for v in rec["layout_speedups"]), (rec["layout_speedups"], rec["speedup"], rec["ci"])
     assert rec["ci"][0] <= rec["speedup"] <= rec["ci"][1]
 
 
@@ -301,3 +301,65 @@ def test_a_crash_of_the_candidate_ends_the_test_run_with_its_signal(task):
     assert code == -signal.SIGSEGV, out[-2000:]
     assert "died of signal 11 (SIGSEGV)" in out
     assert time.monotonic() - started < 120
+
+
+# ---- the heap the plugin gives a test process started without kf ----
+
+HEAP_SIDES = textwrap.dedent('''
+    import resource
+    import torch
+
+    def faults_per_call():  # minor page faults per call of a 1024x2048 bias+relu (three 8 MB temporaries)
+        x, b = torch.randn(1024, 2048), torch.randn(2048)
+        def run(n):  # the fewest over three batches of n calls (the heap may still grow once: 2,048 faults)
+            for _ in range(5):
+                torch.relu(x + b) * 0.5
+            batches = []
+            for _ in range(3):
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                for _ in range(n):
+                    torch.relu(x + b) * 0.5
+                batches.append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / n)
+            return torch.tensor([min(batches)])
+        return run
+''')
+
+HEAP_TASK = textwrap.dedent('''
+    import json, os
+    import torch
+    from pathlib import Path
+    from kernelfoundry import TestBase
+    from kernelfoundry.executor import Executor
+    import heap_sides
+
+    class TestHeap(TestBase):
+        def test_faults(self):
+            ex = Executor("heap_sides:faults_per_call", cwd=str(Path(__file__).parent), threads=1)
+            try:
+                remote = float(ex(10)[0])
+            finally:
+                ex.close()
+            local = float(heap_sides.faults_per_call()(10)[0])
+            Path("heap.json").write_text(json.dumps({"local": local, "executor": remote,
+                                                     "env": os.environ.get("MALLOC_TRIM_THRESHOLD_")}))
+''')
+
+
+@pytest.mark.parametrize("given", [None, "1073741824"])
+def test_a_test_process_started_without_kf_gets_a_steady_heap(tmp_path, given):
+    """Regression (2026-12-01, CI and 4 of 20 local runs of the identical-candidate test above): pytest started
+    directly, without kf's MALLOC_*_THRESHOLD_ environment, left glibc's dynamic thresholds on; a call with 8 MB
+    temporaries then page-faulted on every call in some rounds and not in others (~6,000 faults, 2 vs 7 ms), and
+    one executor pair of an identical candidate scored 2.25x. The plugin now fixes the thresholds in the test
+    process and its executors, and leaves them alone when the environment sets them (kf does)."""
+    task = write_task(tmp_path / "heap", HEAP_TASK, {"heap_sides.py": HEAP_SIDES})
+    env = task_env(KF_THREADS="1")
+    for key in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_CONF", "LD_PRELOAD"):
+        env.pop(key, None)
+    if given:
+        env["MALLOC_TRIM_THRESHOLD_"] = env["MALLOC_MMAP_THRESHOLD_"] = given
+    proc, report = run_task_pytest(task, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    seen = json.loads((task / "heap.json").read_text())
+    assert seen["env"] == "1073741824"
+    assert seen["local"] < 50 and seen["executor"] < 50, seen  # ~6,000 per call with the dynamic thresholds
