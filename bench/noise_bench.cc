@@ -12,8 +12,10 @@
 // timing).
 //
 // Usage: noise_bench [--runs N] [--budget S] [--separate-runs M] [--only TEXT] [--allocator auto|jemalloc|glibc]
+//                    [--processes K]
 //        (defaults 10, 20 = kf's default, 3; --only runs just the rows whose name contains TEXT; --allocator sets
-//        eval_config.allocator, to compare the heap of the timed processes)
+//        eval_config.allocator, to compare the heap of the timed processes; --processes sets
+//        eval_config.timing.processes, paired runs per evaluation merged at the process level; default: kf's, 3)
 // Needs the examples (KF_SOURCE_DIR), ../shared/kernelbench (KF_SHARED_DIR) and a built kf python package;
 // compiled extensions are cached in $KF_CACHE_DIR (first run compiles them).
 #include <signal.h>
@@ -81,12 +83,14 @@ Sample EvaluateOnce(const kf::Task& task, const std::string& candidate, const fs
   return s;
 }
 
-kf::Task Load(const fs::path& dir, const std::string& mode, double budget, const std::string& allocator) {
+kf::Task Load(const fs::path& dir, const std::string& mode, double budget, const std::string& allocator,
+              int processes) {
   kf::TaskCreateOptions co;
   co.kinds = kf::HarnessTaskKinds();
   kf::Task task = kf::Task::Create(dir, co).first;
   kf::Json config = task.config;
   config["eval_config"]["timing"] = kf::Json{{"mode", mode}, {"budget_s", budget}};
+  if (processes > 0) config["eval_config"]["timing"]["processes"] = processes;
   config["eval_config"]["allocator"] = allocator;
   config["test_timeout"] = 300;
   task.ApplyConfig(config);
@@ -126,7 +130,7 @@ void Print(const Row& r, bool identical) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 10, separate_runs = 3;
+  int runs = 10, separate_runs = 3, processes = 0;  // 0: kf's default
   double budget = 20;
   std::string only, allocator = "auto";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -136,14 +140,15 @@ int main(int argc, char** argv) {
     else if (a == "--separate-runs") separate_runs = std::atoi(argv[i + 1]);
     else if (a == "--only") only = argv[i + 1];
     else if (a == "--allocator") allocator = argv[i + 1];
+    else if (a == "--processes") processes = std::atoi(argv[i + 1]);
   }
   const fs::path examples = fs::path(KF_SOURCE_DIR) / "examples";
   const fs::path work = fs::temp_directory_path() / ("kf_noise_bench_" + std::to_string(getpid()));
   fs::create_directories(work);
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("noise_bench: %d paired runs (budget %.0f s per benchmark) and %d separate runs per row, %ld cores, "
-              "hog = %ld busy process(es), allocator %s\n",
-              runs, budget, separate_runs, cores, std::max(1L, cores - 1), allocator.c_str());
+              "hog = %ld busy process(es), allocator %s, processes per paired evaluation %d (0: kf's default)\n",
+              runs, budget, separate_runs, cores, std::max(1L, cores - 1), allocator.c_str(), processes);
   struct TaskCase {
     const char* name;
     fs::path dir;
@@ -168,7 +173,7 @@ int main(int argc, char** argv) {
     }
     for (const bool hog : {false, true}) {
       for (const char* mode : {"paired", "separate"}) {
-        const kf::Task task = Load(t.dir, mode, budget, allocator);
+        const kf::Task task = Load(t.dir, mode, budget, allocator, processes);
         Row row{std::string(t.name) + " identical, " + mode + (hog ? ", with hog" : ", quiet"), {}};
         if (row.name.find(only) == std::string::npos) continue;
         std::unique_ptr<Hog> h;
@@ -191,7 +196,7 @@ int main(int argc, char** argv) {
     for (const char* mode : {"paired", "separate"}) {
       Row row{std::string("bias_relu ") + file + ", " + mode + ", quiet", {}};
       if (row.name.find(only) == std::string::npos) continue;
-      const kf::Task task = Load(examples / "tasks" / "bias_relu", mode, budget, allocator);
+      const kf::Task task = Load(examples / "tasks" / "bias_relu", mode, budget, allocator, processes);
       const int n = std::string(mode) == "paired" ? runs : separate_runs;
       for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, code, work));
       Print(row, false);

@@ -15,6 +15,9 @@ export KF_CACHE_DIR=${KF_CACHE_DIR:-$ROOT/build/cache}
 # Paired timing samples until its interval is tight or a budget (default 20 s per benchmark) runs out; the tests
 # need verdicts, not precision, so they cap it machine-wide (include/kernelfoundry/paired.hpp, README).
 export KF_TIMING_BUDGET_S=${KF_TIMING_BUDGET_S:-5}
+# For the same reason one timed process per paired evaluation instead of kf's default 3 (tests that check the
+# repetition set eval_config.timing.processes themselves).
+export KF_TIMING_PROCESSES=${KF_TIMING_PROCESSES:-1}
 # The shared data (fixtures/, kernelbench/): $KF_SHARED_DIR, else ../shared beside this checkout, else beside
 # the repository this one was cloned from (git clone /work/main /tmp/x keeps /work/shared reachable).
 find_shared() {

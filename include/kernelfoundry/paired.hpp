@@ -33,11 +33,13 @@
 //    can rotate over `layouts` of them: round r uses layout (r / layout_block) mod layouts (the prepare callbacks
 //    switch to it; a block of rounds per visit keeps a layout's buffers warm after its first round),
 //    so the speedup averages over that many layouts, and the interval also covers the spread between them: the
-//    union of the order-statistic interval and a two-level bootstrap (HierarchicalMedianCI) over layouts and
-//    the rounds within them. Randomising layout so that it becomes part of the sampled variance follows
-//    Curtsinger & Berger, "Stabilizer" (ASPLOS 2013); the design with repetitions at the process level follows
-//    Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time" (ISMM 2013). Callers opt in (layouts = 1 by
-//    default): on a 2-core machine more layouts made the interval honest but wide (±3–5 %), see README.
+//    union of the order-statistic interval, a two-level bootstrap over layouts and the rounds within them, and a
+//    t interval over the layouts' medians (GroupedMedianCI). Randomising layout so that it becomes part of the
+//    sampled variance follows Curtsinger & Berger, "Stabilizer" (ASPLOS 2013); the design with repetitions at
+//    the process level follows Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time" (ISMM 2013). Callers
+//    opt in (layouts = 1 by default): on a 2-core machine more layouts made the interval honest but wide (±3–5
+//    %), see README. Pairs in one process are repeated in several processes by the pipeline instead
+//    (pipeline/paired_processes.hpp, eval_config.timing.processes).
 //  * Exceptions of the callbacks propagate. Not thread-safe per call; concurrent calls are independent (and
 //    interfere: callers serialise timed phases per device, device_slots.hpp).
 #pragma once
@@ -114,6 +116,21 @@ MedianCI MedianWithCI(std::vector<double> values, double confidence = 0.95);
 /// given seed. Throws kf::Error(kInvalidArgument) for an empty sample, sizes that differ, or resamples < 1.
 MedianCI HierarchicalMedianCI(const std::vector<double>& values, const std::vector<int64_t>& groups,
                               int64_t resamples, uint64_t seed, double confidence = 0.95);
+
+/// The interval for a median of values that came from a few groups (processes, process layouts) whose own
+/// offsets vary: the union of MedianWithCI of the pooled values, HierarchicalMedianCI, and Student's t
+/// interval of the mean of the groups' log-medians (exp(m ± t(0.975, g − 1) · s / √g), g groups). With few
+/// groups the bootstrap's percentile interval is too narrow (3 groups whose offsets all fall on one side of
+/// the truth, probability 1/4, give an interval that misses it); the t interval is the standard remedy for a
+/// random effect measured g times (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013,
+/// §3: the confidence interval is built at the highest level of repetition that varies). `median` is the
+/// pooled median. One group: MedianWithCI. Throws like HierarchicalMedianCI; values must be > 0.
+MedianCI GroupedMedianCI(const std::vector<double>& values, const std::vector<int64_t>& groups,
+                         int64_t resamples, uint64_t seed);
+
+/// Student's t quantile t(0.975, df) for df ≥ 1 (exact table to 30, then the Cornish–Fisher expansion
+/// z + (z³ + z) / (4 df), error < 0.002). Throws kf::Error(kInvalidArgument) for df < 1.
+double StudentT975(int64_t df);
 
 /// The outcome of MeasurePaired.
 struct PairedResult {

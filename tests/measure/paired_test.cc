@@ -215,6 +215,50 @@ TEST(HierarchicalMedianCI, OneGroupIsTheOrdinaryBootstrap) {
   EXPECT_THROW(HierarchicalMedianCI({1.0}, {0}, 0, 1), Error);
 }
 
+// Three processes whose offsets all fall on one side of the truth (1.00): 1.01, 1.02, 1.03, each tight. The
+// bootstrap over three groups resamples only those three medians, so its interval misses 1.00; the t interval
+// over the groups' log-medians (t(0.975, 2) = 4.303) does not — the case the grouped interval exists for.
+TEST(GroupedMedianCI, FewGroupsOnOneSideStillCoverTheirCentreHonestly) {
+  std::vector<double> values;
+  std::vector<int64_t> groups;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> jitter(-0.001, 0.001);
+  for (int i = 0; i < 40; ++i) {
+    for (int g = 0; g < 3; ++g) {
+      values.push_back(1.01 + 0.01 * g + jitter(rng));
+      groups.push_back(g);
+    }
+  }
+  const MedianCI h = HierarchicalMedianCI(values, groups, 2000, 3);
+  EXPECT_GT(h.low, 1.0);  // the bootstrap alone would claim the candidate is faster
+  const MedianCI ci = GroupedMedianCI(values, groups, 2000, 3);
+  EXPECT_NEAR(ci.median, 1.02, 0.002);
+  // mean of logs ≈ log 1.02, s ≈ 0.0098, half = 4.303 · s / √3 ≈ 0.0244 → [0.996, 1.045]
+  EXPECT_NEAR(ci.low, 1.02 * std::exp(-0.0244), 0.002);
+  EXPECT_NEAR(ci.high, 1.02 * std::exp(0.0244), 0.002);
+  EXPECT_LT(ci.low, 1.0);
+  EXPECT_LE(ci.low, h.low);
+  EXPECT_GE(ci.high, h.high);
+  // One group: exactly the order-statistic interval.
+  const std::vector<double> one = OneTo(30);
+  const MedianCI single = GroupedMedianCI(one, std::vector<int64_t>(one.size(), 4), 100, 1);
+  EXPECT_EQ(single.low, MedianWithCI(one).low);
+  EXPECT_EQ(single.high, MedianWithCI(one).high);
+  EXPECT_THROW(GroupedMedianCI({1.0, 2.0}, {0}, 10, 1), Error);
+  EXPECT_THROW(GroupedMedianCI({1.0, -1.0}, {0, 1}, 10, 1), Error);
+}
+
+// t(0.975, df) against the table and the large-df limit.
+TEST(StudentT975, TableAndExpansion) {
+  EXPECT_DOUBLE_EQ(StudentT975(1), 12.706);
+  EXPECT_DOUBLE_EQ(StudentT975(2), 4.303);
+  EXPECT_DOUBLE_EQ(StudentT975(30), 2.042);
+  EXPECT_NEAR(StudentT975(40), 2.021, 0.002);
+  EXPECT_NEAR(StudentT975(120), 1.980, 0.002);
+  EXPECT_NEAR(StudentT975(1000000), 1.960, 0.001);
+  EXPECT_THROW(StudentT975(0), Error);
+}
+
 // Sides that rotate over three layouts, one of which runs the candidate 10 % slower: prepare sees the layout as
 // round mod 3, every layout gets its share of the rounds, and the interval widens to cover the layouts'
 // medians (the order-statistic interval alone would sit on the two fast layouts' exact ratio of 1.0).

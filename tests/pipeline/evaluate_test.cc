@@ -79,6 +79,9 @@ class PyScale : public ::testing::Test {
 };
 
 TEST_F(PyScale, CorrectCandidateHasSpeedupAndPerfScore5) {
+  Json config = task_.config;  // one timed process (the repetition has its own test below)
+  config["eval_config"]["timing"] = Json{{"processes", 1}};
+  task_.ApplyConfig(config);
   std::vector<PhaseEvent> events;
   EvaluateOptions o;
   o.progress = [&](const PhaseEvent& e) { events.push_back(e); };
@@ -278,7 +281,7 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
   const std::vector<std::pair<std::string, Json>> bad = {
       {"allocator", Json("tcmalloc")}, {"threads", Json(0)}, {"timing", Json{{"mode", "both"}}},
       {"timing", Json{{"layouts", 0}}}, {"timing", Json{{"layouts", 1.5}}}, {"timing", Json{{"layouts", 65}}},
-      {"timing", Json{{"layout_block", 0}}}};
+      {"timing", Json{{"layout_block", 0}}}, {"timing", Json{{"processes", 0}}}, {"timing", Json{{"processes", 17}}}};
   for (const auto& [field, value] : bad) {
     Task task = task_;
     Json config = task.config;
@@ -296,6 +299,25 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
     }
     EXPECT_EQ(runner.builds, 0) << field << " = " << value.dump();
   }
+  // The machine-wide default of processes is checked too (it is used when the config does not say).
+  {
+    const char* before = std::getenv("KF_TIMING_PROCESSES");
+    const std::string saved = before ? before : "";
+    setenv("KF_TIMING_PROCESSES", "two", 1);
+    CountingRunner runner;
+    EvaluateOptions o;
+    o.runner = &runner;
+    try {
+      Evaluate(task_, std::nullopt, o);
+      ADD_FAILURE() << "KF_TIMING_PROCESSES=two was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("KF_TIMING_PROCESSES"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("got 'two'"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(runner.builds, 0);
+    if (before) setenv("KF_TIMING_PROCESSES", saved.c_str(), 1);
+    else unsetenv("KF_TIMING_PROCESSES");
+  }
   Task task = task_;
   Json config = task.config;
   config["eval_config"]["timing"] = Json{{"layouts", 2}, {"mode", "separate"}};
@@ -305,6 +327,45 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
   o.runner = &runner;
   Evaluate(task, std::nullopt, o);
   EXPECT_EQ(runner.builds, 1);
+}
+
+// eval_config.timing.processes: the paired phase in several test processes, merged at the process level
+// (pipeline/paired_processes.hpp): one record per benchmark with each process's own result kept.
+TEST_F(PyScale, PairedTimingRepeatedInSeveralProcessesIsMergedPerBenchmark) {
+  Json config = task_.config;
+  config["eval_config"]["timing"] = Json{{"processes", 3}, {"budget_s", 1.5}, {"min_rounds", 6}};
+  task_.ApplyConfig(config);
+  std::vector<PhaseEvent> events;
+  EvaluateOptions o;
+  o.progress = [&](const PhaseEvent& e) { events.push_back(e); };
+  Evaluation ev = Run("def scale(xs):\n    return [x + x for x in xs]\n", o);
+  ASSERT_TRUE(ev.result.timing.is_object()) << ev.result.eval_log;
+  const Json& paired = ev.result.timing["paired"];
+  ASSERT_EQ(paired.size(), 1u) << paired.dump();
+  const Json& r = paired.begin().value();
+  EXPECT_EQ(r["processes"], 3) << r.dump();
+  ASSERT_EQ(r["process_speedups"].size(), 3u) << r.dump();
+  ASSERT_EQ(r["process_cis"].size(), 3u) << r.dump();
+  EXPECT_EQ(r["stop"], "processes");
+  EXPECT_EQ(r["candidate_ms"].size(), r["reference_ms"].size());
+  EXPECT_GE(r["rounds"].get<int64_t>(), 3 * 6) << r.dump();
+  EXPECT_EQ(r["candidate_ms"].size(), r["rounds"].get<size_t>()) << r.dump();
+  // The interval covers every process's own median (the spread between processes is part of it).
+  for (const Json& s : r["process_speedups"]) {
+    EXPECT_LE(r["ci"][0].get<double>(), s.get<double>()) << r.dump();
+    EXPECT_GE(r["ci"][1].get<double>(), s.get<double>()) << r.dump();
+  }
+  EXPECT_TRUE(r["status"] == "correct" || r["status"] == "noisy") << r.dump();
+  // Three timed phases, each announced (start and end).
+  int performance_ends = 0;
+  for (const PhaseEvent& e : events) performance_ends += e.phase == Phase::kPerformance && e.finished;
+  EXPECT_EQ(performance_ends, 3);
+  // The reference-compatible fields stay filled.
+  EXPECT_TRUE(IsCorrectFamily(ev.result.status)) << ev.result.status_detail;
+  EXPECT_GT(ev.result.runtime_improvement, 0);
+  ASSERT_TRUE(ev.task.test_result && ev.task.test_result_reference);
+  EXPECT_FALSE((*ev.task.test_result_reference->performance_result->output_data)["runtimes"]
+                   ["task.py::TestScale::test_benchmark"].empty());
 }
 
 TEST_F(PyScale, CliRunAndValidateRun) {

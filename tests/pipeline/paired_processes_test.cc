@@ -1,0 +1,132 @@
+// Paired timing repeated in several processes (pipeline/paired_processes.hpp): records merged at the process
+// level, a caught cheat in any process wins, runs merged with their runtimes.
+#include <gtest/gtest.h>
+
+#include "kernelfoundry/error.hpp"
+#include "pipeline/paired_processes.hpp"
+
+namespace kf {
+namespace {
+
+// A paired record as kernelfoundry/paired.py writes it: `n` rounds of the candidate at `cand_ms` and the
+// reference at `cand_ms * ratio` (speedup `ratio`), with a ±0.1 % wobble so the rounds are not all equal.
+Json Record(double ratio, int n, const std::string& status = "correct") {
+  Json c = Json::array(), r = Json::array();
+  for (int i = 0; i < n; ++i) {
+    const double wobble = 1.0 + 0.001 * ((i % 3) - 1);
+    c.push_back(2.0 * wobble);
+    r.push_back(2.0 * ratio);
+  }
+  return Json{{"paired", true},        {"status", status}, {"detail", ""},         {"speedup", ratio},
+              {"ci", {ratio, ratio}},  {"rounds", n},      {"warmup_rounds", 4},   {"checked_rounds", 3},
+              {"stop", "budget"},      {"candidate_ms", c}, {"reference_ms", r},   {"elapsed_s", 1.5},
+              {"after_return_cpu_ms", {{"candidate", 0.25}, {"reference", 0.5}}},  {"value_sets", 4},
+              {"layouts", 1},          {"layout_speedups", {ratio}}};
+}
+
+TEST(PairedProcesses, RecordsArePooledAndTheIntervalCoversTheProcesses) {
+  const Json m = paired_processes::MergeRecords({Record(0.97, 20), Record(1.00, 20), Record(1.04, 20)}, 0.02, 7);
+  EXPECT_EQ(m["processes"], 3);
+  EXPECT_EQ(m["rounds"], 60);
+  EXPECT_EQ(m["warmup_rounds"], 12);
+  EXPECT_EQ(m["checked_rounds"], 9);
+  EXPECT_DOUBLE_EQ(m["elapsed_s"].get<double>(), 4.5);
+  EXPECT_DOUBLE_EQ(m["after_return_cpu_ms"]["reference"].get<double>(), 1.5);
+  EXPECT_EQ(m["candidate_ms"].size(), 60u);
+  EXPECT_EQ(m["layout_speedups"], Json::array({0.97, 1.00, 1.04}));
+  EXPECT_EQ(m["process_speedups"], Json::array({0.97, 1.00, 1.04}));
+  EXPECT_EQ(m["stop"], "processes");
+  EXPECT_NEAR(m["speedup"].get<double>(), 1.00, 0.002);
+  // t interval over the three log-medians: s ≈ 0.035, half ≈ 4.303 · 0.035 / √3 ≈ 0.087.
+  EXPECT_LT(m["ci"][0].get<double>(), 0.93) << m.dump();
+  EXPECT_GT(m["ci"][1].get<double>(), 1.08) << m.dump();
+  EXPECT_EQ(m["status"], "noisy");
+  EXPECT_NE(m["detail"].get<std::string>().find("in 3 processes (target ±2.0 %)"), std::string::npos)
+      << m["detail"];
+  // Agreeing processes reach the target: correct, no detail.
+  const Json ok = paired_processes::MergeRecords({Record(1.5, 20, "noisy"), Record(1.5, 20)}, 0.02, 7);
+  EXPECT_EQ(ok["status"], "correct") << ok.dump();
+  EXPECT_EQ(ok["detail"], "");
+  EXPECT_NEAR(ok["speedup"].get<double>(), 1.5, 0.003);
+}
+
+TEST(PairedProcesses, ACaughtProblemInAnyProcessWins) {
+  Json cheat = Record(40.0, 8, "suspicious");
+  cheat["detail"] = "a speedup of 40.00x did not hold";
+  const Json m = paired_processes::MergeRecords({Record(1.0, 20), cheat, Record(1.0, 20)}, 0.02, 7);
+  EXPECT_EQ(m["status"], "suspicious");
+  EXPECT_EQ(m["detail"], "a speedup of 40.00x did not hold");
+  EXPECT_EQ(m["process"], 1);
+  EXPECT_EQ(m["processes"], 3);
+  const Json unpaired = Json{{"paired", false}, {"status", "correct"}, {"detail", "not paired: no reference"}};
+  EXPECT_EQ(paired_processes::MergeRecords({Record(1.0, 20), unpaired}, 0.02, 7)["paired"], false);
+  // One record: unchanged.
+  EXPECT_EQ(paired_processes::MergeRecords({Record(1.2, 20)}, 0.02, 7), Record(1.2, 20));
+}
+
+TEST(PairedProcesses, MalformedRecordsAreRejected) {
+  EXPECT_THROW(paired_processes::MergeRecords({}, 0.02, 7), Error);
+  Json short_ref = Record(1.0, 20);
+  short_ref["reference_ms"].erase(short_ref["reference_ms"].size() - 1);
+  EXPECT_THROW(paired_processes::MergeRecords({Record(1.0, 20), short_ref}, 0.02, 7), Error);
+  Json zero = Record(1.0, 20);
+  zero["candidate_ms"][3] = 0.0;
+  EXPECT_THROW(paired_processes::MergeRecords({zero, Record(1.0, 20)}, 0.02, 7), Error);
+}
+
+PhaseRun TimedRun(double ratio, EvalStatus status = EvalStatus::kCorrect) {
+  PhaseRun run;
+  run.verdict = {status, ""};
+  run.wall_s = 2.0;
+  run.result.stdout_text = "run output";
+  run.result.output_data = Json{{"runtimes", {{"task.py::T::test_bench", {1.0, 2.0}}}}};
+  run.reference_result = ProcessResult{};
+  run.reference_result->output_data = Json{{"runtimes", {{"task.py::T::test_bench", {3.0}}}}};
+  run.reference_verdict = Classification{EvalStatus::kCorrect, ""};
+  run.timing = Json{{"paired", {{"task.py::T::test_bench", Record(ratio, 20)}}}, {"conditions", Json::object()}};
+  return run;
+}
+
+TEST(PairedProcesses, RunsAreMergedWithTheirRuntimesAndAFailedRunIsTheVerdict) {
+  std::vector<PhaseRun> runs;
+  runs.push_back(TimedRun(1.3));
+  runs.push_back(TimedRun(1.3));
+  const PhaseRun m = paired_processes::MergeRuns(std::move(runs), 0.02, 1);
+  EXPECT_EQ(m.verdict.status, EvalStatus::kCorrect) << m.verdict.detail;
+  EXPECT_DOUBLE_EQ(m.wall_s, 4.0);
+  EXPECT_EQ((*m.result.output_data)["runtimes"]["task.py::T::test_bench"], Json::array({1.0, 2.0, 1.0, 2.0}));
+  EXPECT_EQ((*m.reference_result->output_data)["runtimes"]["task.py::T::test_bench"], Json::array({3.0, 3.0}));
+  EXPECT_EQ(m.timing["paired"]["task.py::T::test_bench"]["processes"], 2);
+  EXPECT_EQ(m.result.stdout_text, "run output\n----- timed process 2 of 2 -----\nrun output");
+
+  std::vector<PhaseRun> failing;
+  failing.push_back(TimedRun(1.3));
+  failing.push_back(TimedRun(1.3, EvalStatus::kTestTimeout));
+  failing.back().verdict.detail = "timed out";
+  const PhaseRun f = paired_processes::MergeRuns(std::move(failing), 0.02, 1);
+  EXPECT_EQ(f.verdict.status, EvalStatus::kTestTimeout);
+  EXPECT_EQ(f.verdict.detail, "timed out");
+  EXPECT_DOUBLE_EQ(f.wall_s, 2.0);
+
+  // Widely different processes: noisy, with the benchmark named in the detail (as JudgeTiming words it).
+  std::vector<PhaseRun> spread;
+  spread.push_back(TimedRun(0.9));
+  spread.push_back(TimedRun(1.1));
+  const PhaseRun n = paired_processes::MergeRuns(std::move(spread), 0.02, 1);
+  EXPECT_EQ(n.verdict.status, EvalStatus::kNoisy);
+  EXPECT_NE(n.verdict.detail.find("task.py::T::test_bench: the 95 % interval"), std::string::npos) << n.verdict.detail;
+  EXPECT_THROW(paired_processes::MergeRuns({}, 0.02, 1), Error);
+
+  // Records that cannot be merged (no per-round times): a protocol error, not an exception.
+  std::vector<PhaseRun> broken;
+  broken.push_back(TimedRun(1.0));
+  broken.push_back(TimedRun(1.0));
+  broken.back().timing["paired"]["task.py::T::test_bench"].erase("reference_ms");
+  const PhaseRun b = paired_processes::MergeRuns(std::move(broken), 0.02, 1);
+  EXPECT_EQ(b.verdict.status, EvalStatus::kTestError);
+  EXPECT_NE(b.verdict.detail.find("protocol error: the timing records of task.py::T::test_bench"), std::string::npos)
+      << b.verdict.detail;
+}
+
+}  // namespace
+}  // namespace kf
