@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include <fmt/format.h>
+
 #include "kernelfoundry/blocks.hpp"
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
@@ -235,7 +237,15 @@ PhaseRun RunPairedProcesses(const EvaluateOptions& options, const Harness& harne
     TestRequest one = req;
     one.timing_options["budget_s"] = std::max(0.5, budget / static_cast<double>(processes));
     one.timing_options["seed"] = seed + static_cast<uint64_t>(i);
-    runs.push_back(RunPhase(options, Phase::kPerformance, one, [&] { return harness.Performance(one); }));
+    EvaluateOptions numbered = options;  // progress names the process: "custom+reference [2/3]"
+    if (options.progress) {
+      numbered.progress = [&, i](const PhaseEvent& e) {
+        PhaseEvent named = e;
+        named.variant += fmt::format(" [{}/{}]", i + 1, processes);
+        options.progress(named);
+      };
+    }
+    runs.push_back(RunPhase(numbered, Phase::kPerformance, one, [&] { return harness.Performance(one); }));
     if (!IsCorrectFamily(runs.back().verdict.status) || !runs.back().timing.is_object()) break;
   }
   return paired_processes::MergeRuns(std::move(runs), target, seed);

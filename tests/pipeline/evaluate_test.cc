@@ -356,10 +356,13 @@ TEST_F(PyScale, PairedTimingRepeatedInSeveralProcessesIsMergedPerBenchmark) {
     EXPECT_GE(r["ci"][1].get<double>(), s.get<double>()) << r.dump();
   }
   EXPECT_TRUE(r["status"] == "correct" || r["status"] == "noisy") << r.dump();
-  // Three timed phases, each announced (start and end).
-  int performance_ends = 0;
-  for (const PhaseEvent& e : events) performance_ends += e.phase == Phase::kPerformance && e.finished;
-  EXPECT_EQ(performance_ends, 3);
+  // Three timed phases, each announced (start and end) with its number.
+  std::vector<std::string> performance;
+  for (const PhaseEvent& e : events) {
+    if (e.phase == Phase::kPerformance && e.finished) performance.push_back(e.variant);
+  }
+  EXPECT_EQ(performance, (std::vector<std::string>{"custom+reference [1/3]", "custom+reference [2/3]",
+                                                   "custom+reference [3/3]"}));
   // The reference-compatible fields stay filled.
   EXPECT_TRUE(IsCorrectFamily(ev.result.status)) << ev.result.status_detail;
   EXPECT_GT(ev.result.runtime_improvement, 0);
