@@ -8,7 +8,8 @@
 //    tested, and the worker fingerprint (WorkerFingerprint: host, CPU, memory, compiler / nvcc / Python /
 //    torch versions, kf version, the identity of the running kf build — its file's path, size and
 //    modification time — so a rebuilt kf never reuses verdicts of another build, and the environment the
-//    children run in: the filesystem isolation mode and the task-side resources of the harness kind (the
+//    children run in: the filesystem isolation mode, the machine-wide timing settings ($KF_TIMING_BUDGET_S,
+//    $KF_TIMING_PROCESSES), and the task-side resources of the harness kind (the
 //    SDK for native, the Python package and interpreter otherwise: where found, with their files' sizes and
 //    modification times). A resource that cannot be found (a hidden SDK, a wrong KF_SDK_DIR) or an unusable
 //    KF_ISOLATION is part of the key as its error, so such a run never reuses a verdict: it fails as a

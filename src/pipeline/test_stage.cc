@@ -171,9 +171,12 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   if (!o.contains("processes")) {
     o["processes"] = 3;
     if (const char* env = std::getenv("KF_TIMING_PROCESSES"); env && *env) {
-      char* end = nullptr;
-      const long n = std::strtol(env, &end, 10);
-      if (*end != '\0' || n < 1 || n > 16) {
+      const std::string text = env;
+      const bool digits = text.size() <= 2 && std::all_of(text.begin(), text.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      });
+      const long n = digits ? std::stol(text) : 0;
+      if (n < 1 || n > 16) {
         throw Error(ErrorKind::kInvalidArgument,
                     std::string("expected a whole number from 1 to 16, got '") + env + "'", "environment",
                     "KF_TIMING_PROCESSES");

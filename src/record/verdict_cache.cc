@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <random>
@@ -97,6 +98,11 @@ std::string TreeStamp(const std::filesystem::path& dir) {
 // KF_ISOLATION, is keyed by its error: such a run never meets a stored verdict and fails as a fresh run does.
 Json EnvironmentFingerprint(std::string_view harness_kind) {
   Json env = Json::object();
+  // The machine-wide timing settings that change what the test stage measures (pipeline/test_stage.cc).
+  for (const char* name : {"KF_TIMING_BUDGET_S", "KF_TIMING_PROCESSES"}) {
+    const char* value = std::getenv(name);
+    env["timing"][name] = value ? Json(value) : Json(nullptr);
+  }
   try {
     env["isolation"] = ChildIsolationStatus();
   } catch (const Error& e) {

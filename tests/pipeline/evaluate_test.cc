@@ -303,18 +303,20 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
   {
     const char* before = std::getenv("KF_TIMING_PROCESSES");
     const std::string saved = before ? before : "";
-    setenv("KF_TIMING_PROCESSES", "two", 1);
-    CountingRunner runner;
-    EvaluateOptions o;
-    o.runner = &runner;
-    try {
-      Evaluate(task_, std::nullopt, o);
-      ADD_FAILURE() << "KF_TIMING_PROCESSES=two was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("KF_TIMING_PROCESSES"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("got 'two'"), std::string::npos) << e.what();
+    for (const char* env : {"two", "0", "17", " 3", "3 ", "+3", "3x"}) {
+      setenv("KF_TIMING_PROCESSES", env, 1);
+      CountingRunner runner;
+      EvaluateOptions o;
+      o.runner = &runner;
+      try {
+        Evaluate(task_, std::nullopt, o);
+        ADD_FAILURE() << "KF_TIMING_PROCESSES='" << env << "' was accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("KF_TIMING_PROCESSES"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(std::string("got '") + env + "'"), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(runner.builds, 0);
     }
-    EXPECT_EQ(runner.builds, 0);
     if (before) setenv("KF_TIMING_PROCESSES", saved.c_str(), 1);
     else unsetenv("KF_TIMING_PROCESSES");
   }

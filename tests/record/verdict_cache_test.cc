@@ -124,6 +124,16 @@ TEST(VerdictCache, FingerprintHoldsTheChildrensEnvironment) {
         << missing["environment"].dump();
   }
   {
+    // Regression (2026-12-01, a new user's check): KF_TIMING_PROCESSES=5 was served the verdict of a run with
+    // kf's default of 3 timed processes.
+    ScopedEnv processes("KF_TIMING_PROCESSES", "5");
+    const Json five = WorkerFingerprint("native");
+    EXPECT_EQ(five["environment"]["timing"]["KF_TIMING_PROCESSES"], "5") << five["environment"].dump();
+    EXPECT_NE(five, native);
+    ScopedEnv budget("KF_TIMING_BUDGET_S", "2");
+    EXPECT_NE(WorkerFingerprint("native"), five);
+  }
+  {
     ScopedEnv off("KF_ISOLATION", "off");
     EXPECT_EQ(WorkerFingerprint("native")["environment"]["isolation"], "off (KF_ISOLATION=off)");
     EXPECT_NE(WorkerFingerprint("native"), native);

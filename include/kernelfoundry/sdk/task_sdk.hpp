@@ -353,7 +353,20 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
     if (po.contains("min_rounds")) o.min_rounds = po["min_rounds"].get<int64_t>();
     if (po.contains("seed")) o.seed = po["seed"].get<uint64_t>();
     const double suspicious_speedup = po.value("suspicious_speedup", 10.0);
-    const kf::PairedSide cand_side{nullptr, target, sync, nullptr}, ref_side{nullptr, ref.target, ref.sync, nullptr};
+    // This thread calls both sides' lambdas, so it takes each side's identity for the call: a lambda that picks
+    // its implementation when called (`use_reference() ? Reference(x) : Candidate(x)`, as examples/tasks/
+    // omp_reduction does) would otherwise run the candidate on both sides (regression, 2026-12-01: omp_reduction's
+    // fast.cpp scored 1.00x paired and 4.2x separate). The same thread-local write on both sides.
+    auto as_side = [](int side, const std::function<void()>& f) -> std::function<void()> {
+      if (!f) return f;
+      return [side, f] {
+        ThreadSide() = side;
+        f();
+        ThreadSide() = 0;
+      };
+    };
+    const kf::PairedSide cand_side{nullptr, as_side(0, target), as_side(0, sync), nullptr},
+        ref_side{nullptr, as_side(1, ref.target), as_side(1, ref.sync), nullptr};
     kf::PairedResult r = kf::MeasurePaired(cand_side, ref_side, o);
     auto [status, detail] = PairedStatus(r, o.target_rel_half_width);
     nlohmann::ordered_json remeasured = nullptr;
