@@ -57,6 +57,19 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// `values` split by their group (groups[i] is the group of values[i]), the groups in ascending id order.
+std::vector<std::vector<double>> ByGroup(const std::vector<double>& values, const std::vector<int64_t>& groups) {
+  std::vector<int64_t> ids(groups);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::vector<double>> out(ids.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto at = std::lower_bound(ids.begin(), ids.end(), groups[i]) - ids.begin();
+    out[static_cast<size_t>(at)].push_back(values[i]);
+  }
+  return out;
+}
+
 void Require(bool ok, const char* field, const std::string& what) {
   if (!ok) throw Error(ErrorKind::kInvalidArgument, "expected " + what, "PairedOptions", field);
 }
@@ -116,14 +129,7 @@ MedianCI HierarchicalMedianCI(const std::vector<double>& values, const std::vect
     throw Error(ErrorKind::kInvalidArgument, "expected one group per value", "", "groups");
   }
   if (resamples < 1) throw Error(ErrorKind::kInvalidArgument, "expected at least 1 resample", "", "resamples");
-  std::vector<int64_t> ids(groups);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  std::vector<std::vector<double>> by_group(ids.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    const auto at = std::lower_bound(ids.begin(), ids.end(), groups[i]) - ids.begin();
-    by_group[static_cast<size_t>(at)].push_back(values[i]);
-  }
+  const std::vector<std::vector<double>> by_group = ByGroup(values, groups);
   MedianCI out;
   out.median = Median(values);
   std::mt19937_64 rng(seed);
@@ -174,19 +180,13 @@ MedianCI GroupedMedianCI(const std::vector<double>& values, const std::vector<in
     throw Error(ErrorKind::kInvalidArgument, "expected one group per value", "", "groups");
   }
   MedianCI ci = MedianWithCI(values);
-  std::vector<int64_t> ids(groups);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  if (ids.size() < 2) return ci;
+  const std::vector<std::vector<double>> by_group = ByGroup(values, groups);
+  if (by_group.size() < 2) return ci;
   const MedianCI h = HierarchicalMedianCI(values, groups, resamples, seed);
   ci.low = std::min(ci.low, h.low);
   ci.high = std::max(ci.high, h.high);
   std::vector<double> logs;  // log of each group's median
-  for (int64_t id : ids) {
-    std::vector<double> mine;
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (groups[i] == id) mine.push_back(values[i]);
-    }
+  for (const std::vector<double>& mine : by_group) {
     const double m = Median(mine);
     if (!(m > 0)) throw Error(ErrorKind::kInvalidArgument, "expected positive values", "", "values");
     logs.push_back(std::log(m));
