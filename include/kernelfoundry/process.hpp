@@ -63,6 +63,12 @@ struct FilesystemIsolation {
 /// Probed once per process; never throws.
 std::string FilesystemIsolationSupport();
 
+/// True when each run gets its own cgroup v2 (containment "cgroup_v2"): then a process that joins a run's
+/// cgroup from outside its tree is contained like the run's own children (signalled, killed with the tree,
+/// waited for before RunProcess returns, its CPU time counted). Warm-started test processes rely on it.
+/// Probed once per process; never throws.
+bool CgroupTreeContainment();
+
 /// End-of-run marker (reference spec §4.7): a line matcher. When a line of stdout or stderr (escapes
 /// stripped) matches, the process gets `grace` to exit on its own and is then killed (reason
 /// kEndMarkerGrace, message = what the matcher returned). The runner knows no line format: the pytest

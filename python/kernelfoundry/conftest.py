@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -517,6 +518,8 @@ def _conditions(config) -> dict:
     return {
         "threads": torch.get_num_threads() if torch is not None else None,
         "heap": config.stash.get(_HEAP, "environment"),
+        # "warm": forked from kf's zygote (kernelfoundry.zygote), "cold": a fresh interpreter.
+        "start": "warm" if getattr(sys.modules.get("kernelfoundry.zygote"), "WARM", False) else "cold",
         "env": {k: os.environ.get(k) for k in ("KF_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                                                 "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_",
                                                 "MALLOC_TRIM_THRESHOLD_", "MALLOC_CONF", "LD_PRELOAD")},

@@ -50,6 +50,9 @@ class RunCgroups {
   uint64_t PidsMaxHits() const;
   uint64_t OomKills() const;
   std::optional<uint64_t> PeakMemory() const;
+  /// CPU time of everything that ran in the v2 leaf (cpu.stat usage_usec), microseconds; nullopt without one.
+  /// Counts members that are not the runner's descendants (a warm-started test process), unlike rusage.
+  std::optional<int64_t> CpuMicros() const;
 
  private:
   std::string v2_dir_;

@@ -286,6 +286,12 @@ uint64_t RunCgroups::OomKills() const {
                   KeyedValue(mem_dir_ + "/memory.events", "oom_group_kill"));
 }
 
+std::optional<int64_t> RunCgroups::CpuMicros() const {
+  if (v2_dir_.empty()) return std::nullopt;
+  const uint64_t usec = KeyedValue(v2_dir_ + "/cpu.stat", "usage_usec");
+  return usec > 0 ? std::optional<int64_t>(static_cast<int64_t>(usec)) : std::nullopt;
+}
+
 std::optional<uint64_t> RunCgroups::PeakMemory() const {
   std::string file;
   if (mem_v1_) {
@@ -303,3 +309,9 @@ std::optional<uint64_t> RunCgroups::PeakMemory() const {
 }
 
 }  // namespace kf::exec_internal
+
+namespace kf {
+
+bool CgroupTreeContainment() { return !exec_internal::DetectCgroups().v2_base.empty(); }
+
+}  // namespace kf

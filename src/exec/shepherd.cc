@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <initializer_list>
 
@@ -278,6 +279,10 @@ void RunShepherd(const ShepherdPlan& plan) {
   bool exit_sent = false;
   while (true) {
     bool none_left = ReapAll(child, &main_done, &main_status);
+    // Members of the run's cgroup that are not our descendants (a warm-started test process, forked by kf's
+    // zygote, joins the cgroup of the run's main child) are leftovers too; no SIGCHLD tells us when they end.
+    const bool outside_left = main_done && none_left && SignalCgroupMembers(plan.cgroup_procs, 0) > 0;
+    none_left = none_left && !outside_left;
     if (main_done && none_left) break;  // the common case: kDone carries the status (one wakeup less)
     if (main_done && !exit_sent) {
       Send(MsgType::kChildExit, main_status);
@@ -296,6 +301,7 @@ void RunShepherd(const ShepherdPlan& plan) {
     } else if (term_deadline >= 0) {
       wait_ms = term_deadline - now;
     }
+    if (outside_left) wait_ms = wait_ms < 0 ? 10 : std::min<int64_t>(wait_ms, 10);  // poll their exit
     int timeout = wait_ms < 0 && (hard || term_deadline >= 0) ? 0 : static_cast<int>(wait_ms);
     pollfd fds[2] = {{sfd, POLLIN, 0}, {kSockFd, POLLIN, 0}};
     int nfds = runner_gone ? 1 : 2;

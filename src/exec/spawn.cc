@@ -462,6 +462,7 @@ void Runner::Finish() {
     st_.oom_kills = cgroups_->OomKills();
     st_.pids_hits = cgroups_->PidsMaxHits();
     st_.cgroup_peak = cgroups_->PeakMemory();
+    if (auto cpu = cgroups_->CpuMicros(); cpu && *cpu > st_.cpu_us) st_.cpu_us = *cpu;
     cgroups_.reset();  // removes the leaves
   }
 }

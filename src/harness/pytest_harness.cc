@@ -15,6 +15,7 @@
 
 #include "core/files.hpp"
 #include "harness/harness_internal.hpp"
+#include "harness/warm_start.hpp"
 #include "harness/test_report.hpp"
 #include "kernelfoundry/error.hpp"
 
@@ -54,6 +55,7 @@ class PytestHarness final : public Harness {
               "--output", output.string()};
     o.env_add = PythonEnv(o.env_add);
     o.pythonpath_prepend = {TaskPythonPath().string()};
+    UseWarmStart(o);  // saves the interpreter start and the torch import (~1 s) of the build child
 
     ProcessRun run = RunProcess(o);
     BuildRun out;
@@ -158,6 +160,7 @@ class PytestHarness final : public Harness {
   static PhaseRun RunPytest(const TestRequest& req, const char* marker, bool performance) {
     const bool paired = performance && req.paired_with.has_value();
     ProcessOptions o = PytestCommand(req, marker, paired);
+    UseWarmStart(o);  // cold when it cannot (the reason is in the run's stderr only when a warm start failed)
 
     ProcessRun run = RunProcess(o);
     PhaseRun out;

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -278,6 +279,48 @@ TEST_P(Containment, ChildStartsInItsOwnCgroup) {
   ExpectMethod(run);
   const bool in_leaf = run.result.stdout_text.find("/kf-" + std::to_string(getpid()) + "-") != std::string::npos;
   EXPECT_EQ(in_leaf, run.containment == ContainmentMethod::kCgroupV2) << run.result.stdout_text;
+}
+
+// Warm starts (issue 15): a process forked elsewhere (kf's zygote) joins the run's cgroup. It is the run's
+// leftover like a grandchild: SIGTERM when the main child exits, SIGKILL after kill_grace, waited for before
+// RunProcess returns, and its CPU time counted (cpu.stat, not the shepherd's rusage, which cannot see it).
+TEST(CgroupTreeContainment, AProcessThatJoinsTheRunsCgroupFromOutsideIsKilledWaitedForAndCounted) {
+  if (!CgroupTreeContainment()) GTEST_SKIP() << "no cgroup v2 per run here";
+  // The outsider: our own child (not the shepherd's), burning CPU for 0.3 s and then ignoring SIGTERM forever.
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t outsider = fork();
+  ASSERT_GE(outsider, 0);
+  if (outsider == 0) {
+    close(ready[0]);
+    signal(SIGTERM, SIG_IGN);
+    (void)!write(ready[1], "x", 1);
+    const auto until = Clock::now() + 300ms;
+    while (Clock::now() < until) {
+    }
+    while (true) pause();
+  }
+  close(ready[1]);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  // The run's main child moves the outsider into its own cgroup (the v2 leaf) and exits at once.
+  ProcessOptions o = exec_test::Sh("leaf=$(sed -n 's/^0:://p' /proc/self/cgroup); "
+                        "mnt=$(awk '/ - cgroup2 / {print $5; exit}' /proc/self/mountinfo); "
+                        "echo " + std::to_string(outsider) + " > \"$mnt$leaf/cgroup.procs\" && echo joined");
+  o.kill_grace = 300ms;
+  const auto t0 = Clock::now();
+  ProcessRun run = RunProcess(o);
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(run.result.stdout_text, "joined\n") << run.result.stderr_text;
+  EXPECT_EQ(run.containment, ContainmentMethod::kCgroupV2);
+  // Gone when RunProcess returns (killed: it ignores SIGTERM), after about kill_grace, not the 20 s timeout.
+  int status = 0;
+  ASSERT_EQ(waitpid(outsider, &status, WNOHANG), outsider) << "the outsider outlived the run";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_LT(seconds, 5.0);
+  // Its CPU after joining counts: the shell alone uses a few ms.
+  EXPECT_GT(run.cpu_seconds, 0.05) << run.cpu_seconds;
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, Containment, ::testing::Values(false, true),

@@ -1,0 +1,171 @@
+"""kernelfoundry.zygote and warm_client.py (warm starts of test runs, issue 15) without kf: a zygote started as kf
+starts it, registrations written to its control socket, clients started as kf's runner would start them. The
+client and the zygote share this test's cgroup here, so the cgroup step is a no-op (the kf end-to-end test,
+tests/pipeline/warm_start_test.cc, covers a run cgroup)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON_DIR
+
+CLIENT = PYTHON_DIR / "kernelfoundry" / "warm_client.py"
+
+TEST_FILE = """
+import os, sys, resource
+def test_report():
+    print("CWD", os.getcwd())
+    print("FOO", os.environ.get("FOO"))
+    print("WARM", getattr(sys.modules.get("kernelfoundry.zygote"), "WARM", False))
+    print("NOFILE", resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    os.write(6, b"result through fd 6")
+    for path in ("inside/ok.txt", "outside.txt"):
+        try:
+            open(path, "w").write("x")
+            print("WROTE", path)
+        except OSError as e:
+            print("DENIED", path, e.errno)
+def test_exit_code():
+    if os.environ.get("FAIL") == "1":
+        assert False, "asked to fail"
+def test_signal():
+    if os.environ.get("DIE") == "1":
+        os.kill(os.getpid(), 9)
+"""
+
+
+def _landlock_abi() -> int:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+
+
+class Zygote:
+    def __init__(self, tmp: Path):
+        self.path = str(tmp / "z.sock")
+        self.control, theirs = socket.socketpair()
+        env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+        self.proc = subprocess.Popen([sys.executable, "-u", "-m", "kernelfoundry.zygote", "--socket", self.path],
+                                     stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                     cwd=tmp)
+        theirs.close()
+        self.ready = self.proc.stdout.readline().decode()
+
+    def register(self, token: str, argv: list[str], writable: list[str], landlock: bool = True) -> None:
+        self.control.sendall((json.dumps({"token": token, "argv": argv, "writable": writable, "required": False,
+                                          "landlock": landlock}) + "\n").encode())
+        time.sleep(0.05)  # the zygote reads registrations in its loop; a client normally starts later than this
+
+    def close(self) -> int:
+        self.control.close()
+        return self.proc.wait(timeout=10)
+
+
+@pytest.fixture()
+def zygote(tmp_path):
+    z = Zygote(tmp_path)
+    assert z.ready.startswith("ready "), z.ready
+    yield z
+    if z.proc.poll() is None:
+        z.close()
+
+
+def _pytest_argv(*selection: str) -> list[str]:
+    return [sys.executable, "-u", "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *selection]
+
+
+def _client(zygote, token, argv, cwd, env, preexec=None):
+    """Runs the client as kf's runner would, with a result pipe at descriptor 6; returns (code, out, err, result)."""
+    r, w = os.pipe()
+    shell = ["/bin/bash", "-c", f'exec "$@" 6>&{w} {w}>&-', "bash"]  # dash cannot name descriptors > 9
+    proc = subprocess.Popen([*shell, sys.executable, "-I", "-S", str(CLIENT), zygote.path, token, "--", *argv],
+                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(w,),
+                            preexec_fn=preexec)
+    os.close(w)
+    out, err = proc.communicate(timeout=120)
+    with os.fdopen(r, "rb") as f:
+        result = f.read()
+    return proc.returncode, out.decode(), err.decode(), result
+
+
+@pytest.fixture()
+def task(tmp_path):
+    d = tmp_path / "task"
+    (d / "inside").mkdir(parents=True)
+    (d / "test_warm.py").write_text(TEST_FILE)
+    return d
+
+
+def test_a_registered_run_is_forked_warm_with_the_clients_cwd_env_limits_and_descriptors(zygote, task):
+    zygote.register("t1", _pytest_argv("test_warm.py::test_report"), [str(task / "inside")])
+    soft = 345
+
+    def lower_nofile():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    t0 = time.monotonic()
+    code, out, err, result = _client(zygote, "t1", _pytest_argv("test_warm.py::test_report"), task,
+                                     {"FOO": "bar", "PATH": "/usr/bin:/bin"}, lower_nofile)
+    elapsed = time.monotonic() - t0
+    assert code == 0, out + err
+    assert "warm start unavailable" not in err
+    assert f"CWD {task}" in out
+    assert "FOO bar" in out
+    assert "WARM True" in out
+    assert f"NOFILE {soft}" in out
+    assert result == b"result through fd 6"
+    assert "WROTE inside/ok.txt" in out
+    if _landlock_abi() >= 1:
+        assert "DENIED outside.txt 13" in out  # EACCES: Landlock, the runner's policy
+    assert not (task / "outside.txt").exists() or _landlock_abi() < 1
+    assert elapsed < 30  # generous: a cold interpreter with torch alone takes ~1.5 s; warm ~0.1 s measured
+
+
+def test_exit_codes_and_signals_are_the_workers(zygote, task):
+    argv = _pytest_argv("test_warm.py::test_exit_code")
+    zygote.register("fail", argv, [])
+    code, out, err, _ = _client(zygote, "fail", argv, task, {"FAIL": "1", "PATH": "/usr/bin:/bin"})
+    assert code == 1, out + err  # pytest's "tests failed"
+    assert "asked to fail" in out
+    argv = _pytest_argv("test_warm.py::test_signal")
+    zygote.register("die", argv, [])
+    code, out, err, _ = _client(zygote, "die", argv, task, {"DIE": "1", "PATH": "/usr/bin:/bin"})
+    assert code == -signal.SIGKILL, out + err
+
+
+def test_unknown_or_reused_tokens_and_other_commands_start_cold(zygote, task):
+    argv = _pytest_argv("test_warm.py::test_report")
+    code, out, err, _ = _client(zygote, "never-registered", argv, task, {"FOO": "cold", "PATH": "/usr/bin:/bin"})
+    assert "kf: warm start unavailable (the token is not registered); starting Python cold" in err
+    assert code == 0 and "FOO cold" in out and "WARM False" in out, out + err
+    zygote.register("once", argv, [])
+    assert _client(zygote, "once", argv, task, {"PATH": "/usr/bin:/bin"})[0] == 0
+    code, _, err, _ = _client(zygote, "once", argv, task, {"PATH": "/usr/bin:/bin"})
+    assert "the token is not registered" in err  # used once
+    zygote.register("shell", ["/bin/sh", "-c", "echo hi"], [])
+    code, out, err, _ = _client(zygote, "shell", ["/bin/sh", "-c", "echo cold shell"], task, {"PATH": "/usr/bin:/bin"})
+    assert "only `python -u -m pytest|kernelfoundry.build_target ...` runs start warm" in err
+    assert out == "cold shell\n" and code == 0
+
+
+def test_no_zygote_starts_cold(task, tmp_path):
+    argv = ["/bin/sh", "-c", "exit 7"]
+    proc = subprocess.run([sys.executable, "-I", "-S", str(CLIENT), str(tmp_path / "absent.sock"), "t", "--", *argv],
+                          capture_output=True, text=True, cwd=task)
+    assert proc.returncode == 7
+    assert "kf: warm start unavailable (FileNotFoundError" in proc.stderr
+
+
+def test_the_zygote_ends_when_kf_closes_its_control_socket(zygote):
+    assert zygote.close() == 0
