@@ -8,7 +8,10 @@
 // evaluation, which starts the zygote, is reported apart. Prints the median wall seconds of every phase and of the
 // whole evaluation, cold and warm, and the ratio. The correctness tests themselves take ~10-30 ms, so a
 // correctness phase is nearly all start-up cost.
-// Usage: warm_start_bench [N]      (KF_SOURCE_DIR: the repository, for examples/)
+// With --changed every evaluation gets a distinct candidate (fast.cpp plus a comment naming it), so each one
+// builds (the precompiled torch header, when the cache has one, is used on both sides): the "build custom" row
+// is then the cold build of a changed candidate, in a fresh interpreter or forked from the warm build zygote.
+// Usage: warm_start_bench [N] [--changed]      (KF_SOURCE_DIR: the repository, for examples/)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -59,7 +62,12 @@ std::map<std::string, double> EvaluateOnce(const kf::Task& task, const std::stri
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int n = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  int n = 5;
+  bool changed = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--changed") changed = true;
+    else n = std::max(1, std::atoi(argv[i]));
+  }
   const fs::path examples = SourceDir() / "examples";
   const fs::path work = fs::temp_directory_path() / ("kf_warm_start_bench_" + std::to_string(::getpid()));
   fs::create_directories(work);
@@ -72,14 +80,22 @@ int main(int argc, char** argv) {
   const std::string candidate =
       kf::ReadFileBytes(examples / "candidates" / "bias_relu" / "fast.cpp").value_or("");
   std::string status;
-  std::printf("warm_start_bench: bias_relu, fast.cpp, %d cold and %d warm evaluations (alternating)\n", n, n);
-  EvaluateOnce(task, candidate, work, false, &status);  // the build (then cached) and the OS file cache
-  const auto first_warm = EvaluateOnce(task, candidate, work, true, &status);  // starts the zygote
+  int variant = 0;
+  // The candidate of the next evaluation: always fast.cpp, or (--changed) a distinct copy that must be built.
+  auto next = [&] {
+    return changed ? candidate + "\n// warm_start_bench variant " + std::to_string(::getpid()) + "-" +
+                         std::to_string(++variant) + "\n"
+                   : candidate;
+  };
+  std::printf("warm_start_bench: bias_relu, fast.cpp%s, %d cold and %d warm evaluations (alternating)\n",
+              changed ? " (a changed copy each time: every evaluation builds)" : "", n, n);
+  EvaluateOnce(task, next(), work, false, &status);  // the build (then cached) and the OS file cache
+  const auto first_warm = EvaluateOnce(task, next(), work, true, &status);  // starts the zygotes
   std::map<std::string, std::vector<double>> cold, warm;
   for (int i = 0; i < n; ++i) {
-    for (const auto& [k, v] : EvaluateOnce(task, candidate, work, false, &status)) cold[k].push_back(v);
+    for (const auto& [k, v] : EvaluateOnce(task, next(), work, false, &status)) cold[k].push_back(v);
     std::printf("  cold %d: %s\n", i + 1, status.c_str());
-    for (const auto& [k, v] : EvaluateOnce(task, candidate, work, true, &status)) warm[k].push_back(v);
+    for (const auto& [k, v] : EvaluateOnce(task, next(), work, true, &status)) warm[k].push_back(v);
     std::printf("  warm %d: %s\n", i + 1, status.c_str());
   }
   std::printf("\n  %-34s %9s %9s %9s %12s\n", "phase (median wall s)", "cold", "warm", "warm/cold", "first warm");

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -56,24 +57,93 @@ _LDFLAG_PREFIX = "kf-ld:"
 #: Bytes of compiler output kept for the exception message (the whole output was streamed already).
 _TAIL_BYTES = 64 * 1024
 
+def _load_extension(cfg: dict) -> int:
+    """The build child's work: ``torch.utils.cpp_extension.load`` of ``cfg`` (compile, link, import). Returns the
+    child's exit code: 0, 2 (torch not importable), LOAD_FAILED_EXIT (built but not importable) or 1."""
+    import traceback  # noqa: PLC0415
+    try:
+        from torch.utils import cpp_extension  # noqa: PLC0415
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        return 2
+    try:
+        cpp_extension.load(name=cfg["name"], sources=cfg["sources"], build_directory=cfg["build_dir"],
+                           extra_cflags=cfg["cflags"], extra_ldflags=cfg.get("ldflags") or None, verbose=True)
+    except ImportError:
+        traceback.print_exc()
+        return LOAD_FAILED_EXIT
+    except BaseException:  # noqa: BLE001
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+# A fresh interpreter's build child: the same work as _load_extension (argv[2]: the directory holding this package).
 _CHILD = r"""
-import json, sys, traceback
-cfg = json.loads(sys.argv[1])
-try:
-    from torch.utils import cpp_extension
-except Exception:
-    traceback.print_exc()
-    sys.exit(2)
-try:
-    cpp_extension.load(name=cfg["name"], sources=cfg["sources"], build_directory=cfg["build_dir"],
-                       extra_cflags=cfg["cflags"], extra_ldflags=cfg.get("ldflags") or None, verbose=True)
-except ImportError:
-    traceback.print_exc()
-    sys.exit(%d)
-except BaseException:
-    traceback.print_exc()
-    sys.exit(1)
-""" % LOAD_FAILED_EXIT
+import json, sys
+sys.path.insert(0, sys.argv[2])
+from kernelfoundry.compiler import _load_extension
+sys.exit(_load_extension(json.loads(sys.argv[1])))
+"""
+
+
+class _ForkedChild:
+    """A ``subprocess.Popen``-like handle (pid, stdout, poll, wait, returncode) of a build child forked from this
+    interpreter when torch is imported here already (a warm-started build, kernelfoundry.zygote): the child skips
+    a fresh interpreter's start and torch import (~1 s). It runs in its own session with stdout and stderr on
+    one pipe, stdin /dev/null, ``cwd`` and exactly ``env``, like the fresh-interpreter child."""
+
+    def __init__(self, target, env: dict, cwd: Path):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setsid()
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(w, 1)
+                os.dup2(w, 2)
+                os.close(null)
+                os.close(r)
+                os.close(w)
+                # Python-level streams on the new descriptors (the parent's may be replaced, e.g. captured).
+                sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+                sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+                os.chdir(cwd)
+                os.environ.clear()
+                os.environ.update(env)
+                code = target()
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except BaseException:  # noqa: BLE001
+                import traceback  # noqa: PLC0415
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        os.close(w)
+        self.pid = pid
+        self.stdout = os.fdopen(r, "rb", buffering=0)
+        self.returncode: Optional[int] = None
+
+    def poll(self) -> Optional[int]:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() >= end:
+                raise subprocess.TimeoutExpired(f"forked build child {self.pid}", timeout)
+            time.sleep(0.01)
+        return self.returncode
 
 PathLike = Union[str, os.PathLike]
 
@@ -178,17 +248,29 @@ def _kill_tree(pid: int) -> None:
             pass
 
 
+def _single_thread() -> bool:
+    """True when this process has one thread (no native thread pool that a fork would leave locked)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
 def _write_out(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
 
 
-def _run_child(cmd: list[str], env: dict, cwd: Path, timeout: float, limit: str, limit_s: float) -> tuple[int, str]:
-    """Runs cmd in its own session, streaming its output (stdout + stderr) to our stdout as it arrives and
-    printing CPU-progress heartbeats while it is silent; on timeout kills its whole process tree and raises
+def _run_child(cmd, env: dict, cwd: Path, timeout: float, limit: str, limit_s: float) -> tuple[int, str]:
+    """Runs cmd (an argv, or a callable returning an exit code: run in a child forked from this interpreter) in
+    its own session, streaming its output (stdout + stderr) to our stdout as it arrives and printing
+    CPU-progress heartbeats while it is silent; on timeout kills its whole process tree and raises
     BuildTimeout. Returns (exit code, the last _TAIL_BYTES of its output)."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    if callable(cmd):
+        proc = _ForkedChild(cmd, env, cwd)
+    else:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
     start = time.monotonic()
     deadline = start + timeout
     fd = proc.stdout.fileno()
@@ -266,8 +348,13 @@ def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[s
             _write_out(f"kernelfoundry: {note}\n")
         if extra:
             cfg["cflags"] = cfg["cflags"] + extra
-    rc, out = _run_child([sys.executable, "-u", "-c", _CHILD, json.dumps(cfg)], env, build_dir, timeout, limit,
-                         limit_s)
+    # Warm (torch already imported here, e.g. a build started by kernelfoundry.zygote): fork the child; else a
+    # fresh interpreter. Forking is safe while torch has started no thread pool (nothing has computed yet).
+    if "torch.utils.cpp_extension" in sys.modules and threading.active_count() == 1 and _single_thread():
+        cmd = lambda: _load_extension(cfg)  # noqa: E731
+    else:
+        cmd = [sys.executable, "-u", "-c", _CHILD, json.dumps(cfg), str(Path(__file__).resolve().parents[1])]
+    rc, out = _run_child(cmd, env, build_dir, timeout, limit, limit_s)
     if rc == LOAD_FAILED_EXIT:
         raise RuntimeError(f"torch extension '{name}' compiled but failed to load (exit {rc}):\n{out}")
     if rc != 0:

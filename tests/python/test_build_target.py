@@ -127,6 +127,33 @@ def test_silent_but_busy_build_prints_heartbeats_and_a_sleeping_one_does_not(tmp
                             "build_timeout", 240)
 
 
+def test_a_forked_build_child_gets_cwd_env_and_output_like_a_fresh_one_and_dies_at_its_limit(tmp_path, capsys):
+    # The warm path of _build_torch (torch imported here already): the child is forked, not a new interpreter.
+    def work():
+        print("cwd", os.getcwd(), "env", os.environ.get("ONLY"), "session", os.getsid(0) == os.getpid())
+        print("to stderr", file=sys.stderr)
+        return 3
+
+    rc, tail = compiler._run_child(work, {"ONLY": "this"}, tmp_path, 30, "build_timeout", 30)
+    assert rc == 3
+    assert f"cwd {tmp_path} env this session True" in tail and "to stderr" in tail
+    assert "to stderr" in capsys.readouterr().out  # streamed as it came
+    grandchild = tmp_path / "grandchild.pid"
+
+    def hang():  # a compiler that hangs, started by the child: both die at the limit
+        import subprocess as sp
+        p = sp.Popen(["sleep", "60"])
+        grandchild.write_text(str(p.pid))
+        time.sleep(60)
+        return 0
+
+    with pytest.raises(BuildTimeout, match=r"after 7 s \(build_timeout\)"):
+        compiler._run_child(hang, dict(os.environ), tmp_path, 1.0, "build_timeout", 7)
+    pid = int(grandchild.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{pid}").exists() or " Z " in Path(f"/proc/{pid}/stat").read_text()
+
+
 def test_a_build_limit_inside_the_hook_exits_124_naming_it(tmp_path):
     task = write_task(tmp_path / "t", textwrap.dedent('''
         from kernelfoundry import TestBase
