@@ -37,7 +37,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -350,7 +349,7 @@ def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[s
             cfg["cflags"] = cfg["cflags"] + extra
     # Warm (torch already imported here, e.g. a build started by kernelfoundry.zygote): fork the child; else a
     # fresh interpreter. Forking is safe while torch has started no thread pool (nothing has computed yet).
-    if "torch.utils.cpp_extension" in sys.modules and threading.active_count() == 1 and _single_thread():
+    if "torch.utils.cpp_extension" in sys.modules and _single_thread():
         cmd = lambda: _load_extension(cfg)  # noqa: E731
     else:
         cmd = [sys.executable, "-u", "-c", _CHILD, json.dumps(cfg), str(Path(__file__).resolve().parents[1])]

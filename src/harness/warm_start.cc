@@ -53,9 +53,24 @@ struct Zygote {
 
   fs::path Socket() const { return dir / "s"; }
 
-  void Stop() {
-    if (control >= 0) close(control);  // the zygote ends after its running workers
+  // EOF on its control socket: it starts nothing more and ends after its running workers (still reported to
+  // their clients, which are connected to its socket: the directory stays until it has ended).
+  void CloseControl() {
+    if (control >= 0) close(control);
     control = -1;
+  }
+
+  // True (and its directory removed) once it has ended; never blocks.
+  bool Ended() {
+    if (pid > 0 && waitpid(pid, nullptr, WNOHANG) != pid) return false;
+    pid = -1;
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);
+    return true;
+  }
+
+  void Stop() {
+    CloseControl();
     if (pid > 0) {
       for (int i = 0; i < 100; ++i) {  // up to 1 s, then SIGKILL
         if (waitpid(pid, nullptr, WNOHANG) == pid) {
@@ -182,13 +197,7 @@ class Zygotes {
  public:
   ~Zygotes() {
     for (auto& [key, z] : zygotes_) z->Stop();
-    for (pid_t pid : retired_) {
-      Zygote z;
-      z.pid = pid;
-      z.Stop();
-    }
-    std::error_code ec;
-    for (const fs::path& dir : retired_dirs_) fs::remove_all(dir, ec);
+    for (auto& z : retired_) z->Stop();
   }
 
   // The zygote for `python` and `env` (started when new); nullptr and *why when there is none.
@@ -217,8 +226,7 @@ class Zygotes {
 
  private:
   // At most this many zygotes (each holds torch in memory, ~300 MB); a new environment retires the least
-  // recently used one: it gets EOF on its control socket, starts nothing more and ends after its running workers
-  // (which it still reports to their clients), and is reaped later.
+  // recently used one (Zygote::CloseControl), reaped once it has ended.
   static constexpr size_t kMaxZygotes = 4;
 
   void Retire() {
@@ -226,21 +234,15 @@ class Zygotes {
     for (auto it = zygotes_.begin(); it != zygotes_.end(); ++it) {
       if (it->second->last_used < oldest->second->last_used) oldest = it;
     }
-    Zygote& z = *oldest->second;
-    if (z.control >= 0) close(z.control);
-    z.control = -1;
-    if (z.pid > 0) retired_.push_back(z.pid);
-    z.pid = -1;  // its directory stays until exit: running workers' clients are connected to its socket
-    retired_dirs_.push_back(z.dir);
-    z.dir.clear();
+    oldest->second->CloseControl();
+    retired_.push_back(std::move(oldest->second));
     zygotes_.erase(oldest);
-    std::erase_if(retired_, [](pid_t pid) { return waitpid(pid, nullptr, WNOHANG) == pid; });
+    std::erase_if(retired_, [](const std::unique_ptr<Zygote>& z) { return z->Ended(); });
   }
 
   std::map<std::string, std::unique_ptr<Zygote>> zygotes_;
   uint64_t uses_ = 0;
-  std::vector<pid_t> retired_;
-  std::vector<fs::path> retired_dirs_;
+  std::vector<std::unique_ptr<Zygote>> retired_;  ///< control closed, not yet ended
 };
 
 Zygotes& AllZygotes() {
