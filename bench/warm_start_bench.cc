@@ -11,7 +11,12 @@
 // With --changed every evaluation gets a distinct candidate (fast.cpp plus a comment naming it), so each one
 // builds (the precompiled torch header, when the cache has one, is used on both sides): the "build custom" row
 // is then the cold build of a changed candidate, in a fresh interpreter or forked from the warm build zygote.
-// Usage: warm_start_bench [N] [--changed]      (KF_SOURCE_DIR: the repository, for examples/)
+// With --task DIR the task is DIR instead (e.g. one `kf import-kernelbench` wrote: its tests run the function under
+// test in executor processes, which a warm test process forks from its fork server, kernelfoundry.fork_server)
+// and the candidate is --candidate FILE, or without it the task's own EVOLVE block (an imported task's starting
+// point).
+// Usage: warm_start_bench [N] [--changed] [--task DIR [--candidate FILE]]
+//        (KF_SOURCE_DIR: the repository, for examples/)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +29,7 @@
 #include <unistd.h>
 
 #include "core/files.hpp"
+#include "kernelfoundry/blocks.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/task.hpp"
@@ -64,21 +70,40 @@ std::map<std::string, double> EvaluateOnce(const kf::Task& task, const std::stri
 int main(int argc, char** argv) {
   int n = 5;
   bool changed = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--changed") changed = true;
-    else n = std::max(1, std::atoi(argv[i]));
-  }
   const fs::path examples = SourceDir() / "examples";
+  fs::path task_dir = examples / "tasks" / "bias_relu";
+  fs::path candidate_file = examples / "candidates" / "bias_relu" / "fast.cpp";
+  bool task_given = false, candidate_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--changed") {
+      changed = true;
+    } else if (a == "--task" && i + 1 < argc) {
+      task_dir = argv[++i];
+      task_given = true;
+    } else if (a == "--candidate" && i + 1 < argc) {
+      candidate_file = argv[++i];
+      candidate_given = true;
+    } else {
+      n = std::max(1, std::atoi(argv[i]));
+    }
+  }
+  const bool own_block = task_given && !candidate_given;
   const fs::path work = fs::temp_directory_path() / ("kf_warm_start_bench_" + std::to_string(::getpid()));
   fs::create_directories(work);
   kf::TaskCreateOptions co;
   co.kinds = kf::HarnessTaskKinds();
-  kf::Task task = kf::Task::Create(examples / "tasks" / "bias_relu", co).first;
+  kf::Task task = kf::Task::Create(task_dir, co).first;
   kf::Json config = task.config;
   config["eval_config"]["timing"] = kf::Json{{"processes", 1}, {"budget_s", 1.0}};
   task.ApplyConfig(config);
-  const std::string candidate =
-      kf::ReadFileBytes(examples / "candidates" / "bias_relu" / "fast.cpp").value_or("");
+  std::string candidate;
+  if (own_block) {
+    const kf::BlockMap& evolve = task.blocks.at("EVOLVE");
+    candidate = evolve.begin()->second.at(0);
+  } else {
+    candidate = kf::ReadFileBytes(candidate_file).value_or("");
+  }
   std::string status;
   int variant = 0;
   // The candidate of the next evaluation: always fast.cpp, or (--changed) a distinct copy that must be built.
@@ -87,7 +112,8 @@ int main(int argc, char** argv) {
                          std::to_string(++variant) + "\n"
                    : candidate;
   };
-  std::printf("warm_start_bench: bias_relu, fast.cpp%s, %d cold and %d warm evaluations (alternating)\n",
+  std::printf("warm_start_bench: %s, %s%s, %d cold and %d warm evaluations (alternating)\n",
+              task_dir.filename().c_str(), own_block ? "its EVOLVE block" : candidate_file.filename().c_str(),
               changed ? " (a changed copy each time: every evaluation builds)" : "", n, n);
   EvaluateOnce(task, next(), work, false, &status);  // the build (then cached) and the OS file cache
   const auto first_warm = EvaluateOnce(task, next(), work, true, &status);  // starts the zygotes

@@ -520,6 +520,7 @@ def _conditions(config) -> dict:
         "heap": config.stash.get(_HEAP, "environment"),
         # "warm": forked from kf's zygote (kernelfoundry.zygote), "cold": a fresh interpreter.
         "start": "warm" if getattr(sys.modules.get("kernelfoundry.zygote"), "WARM", False) else "cold",
+        "executor_starts": dict(_executor.STARTS),  # executors started warm (fork server) and cold
         "env": {k: os.environ.get(k) for k in ("KF_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                                                 "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_",
                                                 "MALLOC_TRIM_THRESHOLD_", "MALLOC_CONF", "LD_PRELOAD")},

@@ -17,7 +17,8 @@ Roles (kf's side: src/harness/warm_start.cc):
   the message: the client's cgroups (so the run's cgroup kills, limits and waits for it), resource limits,
   working directory and environment; then kf's registered Landlock policy (the same rules as the process
   runner's, src/exec/landlock.cc) and the client's descriptors. Then ``pytest.main(args)``, or for a build child
-  ``kernelfoundry.build_target`` run as ``__main__``.
+  ``kernelfoundry.build_target`` run as ``__main__``. A test run's worker first forks its executors' fork server
+  (kernelfoundry.fork_server): a copy of itself, contained and still free of task code.
 
 Tokens are random, registered by kf over the control socket and used once: a process that connects without a
 registered token gets an error and nothing is forked. Lines the zygote or worker send to a client:
@@ -37,11 +38,13 @@ import socket
 import struct
 import sys
 
+from kernelfoundry.fork_server import close_all_but
+
 #: Modules imported once in the zygote (optional ones may be missing). Not kernelfoundry.conftest: pytest
 #: rewrites the asserts of every conftest.py it imports, which must happen in the run as in a cold start.
 PRELOAD = ("numpy", "torch", "torch.utils.cpp_extension", "pytest", "_pytest.python", "_pytest.fixtures",
-           "kernelfoundry.measure", "kernelfoundry.paired", "kernelfoundry.executor", "kernelfoundry.profilers",
-           "kernelfoundry.testing", "kernelfoundry.templates", "kernelfoundry.compiler", "kernelfoundry.build_target")
+           "kernelfoundry.measure", "kernelfoundry.paired", "kernelfoundry.executor", "kernelfoundry.fork_server",
+           "kernelfoundry.profilers", "kernelfoundry.testing", "kernelfoundry.templates", "kernelfoundry.compiler", "kernelfoundry.build_target")
 
 #: The modules a worker may run (``python -u -m MODULE ARGS…``): test runs and build children.
 MODULES = ("pytest", "kernelfoundry.build_target")
@@ -232,13 +235,7 @@ def _worker(reg: dict, conn: socket.socket, fds: list[int], peer: int, closing: 
             os.dup2(fd, target, inheritable=True)
         for fd in fds:
             os.close(fd)
-        keep = {0, 1, 2, conn.fileno()} | ({6} if len(fds) > 3 else set())
-        for fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
-            if fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_all_but({0, 1, 2, conn.fileno()} | ({6} if len(fds) > 3 else set()))
         module, args = reg["argv"][3], list(reg["argv"][4:])
         if module == "pytest":
             sys.argv = [os.path.join(os.path.dirname(sys.modules["pytest"].__file__), "__main__.py"), *args]
@@ -250,6 +247,8 @@ def _worker(reg: dict, conn: socket.socket, fds: list[int], peer: int, closing: 
         random.seed()
         if "numpy" in sys.modules:
             sys.modules["numpy"].random.seed()
+        if module == "pytest":  # executors of this run fork from a pristine copy of this worker (fork_server)
+            sys.modules["kernelfoundry.fork_server"].start()
         WARM = True
         # Run as `-m kernelfoundry.zygote` this module is __main__: make `import kernelfoundry.zygote` find it.
         sys.modules.setdefault("kernelfoundry.zygote", sys.modules[__name__])

@@ -65,6 +65,7 @@ std::vector<ConfigProblem> NativeConfigProblems(const Json& config, const Memory
     out.push_back({"build", "no build commands (`build: [cmd, ...]` or `cmake: true`)"});
   }
   if (config.contains("test_executable")) check_path(config["test_executable"], "test_executable");
+  if (config.contains("executor_executable")) check_path(config["executor_executable"], "executor_executable");
   if (config.contains("artifacts")) {
     const Json& a = config["artifacts"];
     if (!a.is_array()) {

@@ -3,7 +3,8 @@
 // the loop. Build: config `build: [cmd, ...]` (each through /bin/sh -x, `set -e`) or `cmake: true`, with
 // KF_DEFINES / KF_GPU_ARCH / KF_NVCC / KF_NVCC_ARCH / KF_INCLUDE_DIR / KF_SDK_SOURCES / KF_BUILD_TARGET in the
 // environment; the expanded command lines are recorded in output_data {"commands": [...]}. Artifacts: config
-// `test_executable` plus `artifacts: [...]`. Test: the program runs twice (correctness, then performance) and
+// `test_executable` (and `executor_executable`, the candidate's own program when the task declares its kernels
+// with KF_REMOTE, kernelfoundry/sdk/remote.hpp) plus `artifacts: [...]`. Test: the program runs twice (correctness, then performance) and
 // hands back one JSON document through a result pipe (ProcessOptions::result_pipe), never a file.
 #include "harness/native_harness.hpp"
 
@@ -76,6 +77,7 @@ class NativeHarness final : public Harness {
       return out;
     }
     std::vector<std::string> paths = {TestExecutable()};
+    if (auto executor = ExecutorExecutable()) paths.push_back(*executor);
     if (config_.contains("artifacts") && config_["artifacts"].is_array()) {
       for (const Json& a : config_["artifacts"]) {
         if (a.is_string()) paths.push_back(a.get<std::string>());
@@ -109,6 +111,15 @@ class NativeHarness final : public Harness {
       return config_["test_executable"].get<std::string>();
     }
     return "build/test_kernel";
+  }
+
+  // config `executor_executable`: the program that runs the candidate's KF_REMOTE functions
+  // (kernelfoundry/sdk/remote.hpp), given to the test program as --kf-executor; none for a single-program task.
+  std::optional<std::string> ExecutorExecutable() const {
+    if (config_.contains("executor_executable") && config_["executor_executable"].is_string()) {
+      return config_["executor_executable"].get<std::string>();
+    }
+    return std::nullopt;
   }
 
   std::vector<std::string> BuildCommands(const std::vector<std::string>& defines) const {
@@ -161,6 +172,7 @@ class NativeHarness final : public Harness {
     if (req.runtime_params.is_object() && !req.runtime_params.empty()) {
       o.argv.push_back("--kf-runtime-params=" + DumpJson(req.runtime_params));
     }
+    if (auto executor = ExecutorExecutable()) o.argv.push_back("--kf-executor=" + (req.task_dir / *executor).string());
     o.argv.push_back("--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd));
     return o;
   }

@@ -8,7 +8,8 @@
 
 namespace kf {
 
-/// The native harness for a task config (reads build, cmake, test_executable, artifacts, tests).
+/// The native harness for a task config (reads build, cmake, test_executable, executor_executable, artifacts,
+/// tests).
 std::unique_ptr<Harness> MakeNativeHarness(const Json& config);
 
 /// The tests a native task declares: config `tests: {correctness: [...], performance: [...]}`; entries that
@@ -16,8 +17,8 @@ std::unique_ptr<Harness> MakeNativeHarness(const Json& config);
 TestLists NativeDeclaredTests(const Json& config);
 
 /// The config checks of a native task that need no build: `build` is a non-empty string or list of
-/// non-empty strings (or `cmake: true` with a CMakeLists.txt in `files`), `test_executable` and `artifacts`
-/// are relative paths inside the task, `tests.correctness` / `tests.performance` are non-empty lists of
+/// non-empty strings (or `cmake: true` with a CMakeLists.txt in `files`), `test_executable`,
+/// `executor_executable` and `artifacts` are relative paths inside the task, `tests.correctness` / `tests.performance` are non-empty lists of
 /// names. Every problem found, in that order.
 std::vector<ConfigProblem> NativeConfigProblems(const Json& config, const MemoryFileMap& files);
 

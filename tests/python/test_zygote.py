@@ -41,6 +41,21 @@ def test_exit_code():
 def test_signal():
     if os.environ.get("DIE") == "1":
         os.kill(os.getpid(), 9)
+def test_executor():
+    from kernelfoundry.executor import Executor
+    ex = Executor("sides:probe", cwd=os.getcwd())
+    print("EXECUTOR", ex.start, ex("inside/ex.txt"), ex("outside_ex.txt"), ex.proc.pid != os.getpid())
+"""
+
+SIDES = """
+def probe():
+    def run(path):
+        try:
+            open(path, "w").write("x")
+            return "wrote"
+        except OSError as e:
+            return f"denied{e.errno}"
+    return run
 """
 
 
@@ -130,6 +145,16 @@ def test_a_registered_run_is_forked_warm_with_the_clients_cwd_env_limits_and_des
         assert "DENIED outside.txt 13" in out  # EACCES: Landlock, the runner's policy
     assert not (task / "outside.txt").exists() or _landlock_abi() < 1
     assert elapsed < 30  # generous: a cold interpreter with torch alone takes ~1.5 s; warm ~0.1 s measured
+
+
+def test_a_warm_runs_executors_start_warm_and_are_contained_like_it(zygote, task):
+    (task / "sides.py").write_text(SIDES)
+    argv = _pytest_argv("test_warm.py::test_executor")
+    zygote.register("t5", argv, [str(task / "inside")])
+    code, out, err, _ = _client(zygote, "t5", argv, task, {"PATH": "/usr/bin:/bin", "TMPDIR": str(task / "inside")})
+    assert code == 0, out + err
+    denied = "denied13" if _landlock_abi() >= 1 else "wrote"  # EACCES: the run's Landlock policy holds there too
+    assert f"EXECUTOR warm wrote {denied} True" in out, out + err
 
 
 def test_exit_codes_and_signals_are_the_workers(zygote, task):

@@ -1,5 +1,6 @@
 // Test program of the omp_reduction task (KernelFoundry task SDK; protocol in kernelfoundry/sdk/task_sdk.hpp).
-// Runtime hyperparameter: {"n": elements} (default 4 Mi).
+// Runtime hyperparameter: {"n": elements} (default 4 Mi). The candidate runs in the executor process
+// (kernel_api.hpp): what it reads is allocated in the shared arena (SharedVector); the expected values stay here.
 #define KF_TASK_MAIN
 #include "kernelfoundry/sdk/task_sdk.hpp"
 
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-double kf_sum_squares(const float* x, std::size_t n);  // the candidate (reduce_kernel.cpp)
+#include "kernel_api.hpp"  // kf_sum_squares: the candidate (reduce_kernel.cpp), called in the executor
 
 namespace {
 
@@ -19,13 +20,15 @@ double ReferenceSumSquares(const float* x, std::size_t n) {
   return s;
 }
 
-double Run(const std::vector<float>& x) {
+using Floats = kf::sdk::SharedVector<float>;
+
+double Run(const Floats& x) {
   return kf::sdk::use_reference() ? ReferenceSumSquares(x.data(), x.size()) : kf_sum_squares(x.data(), x.size());
 }
 
-std::vector<float> Input() {
+Floats Input() {
   std::size_t n = kf::sdk::runtime_params().value("n", std::size_t{1} << 22);
-  std::vector<float> x(n);
+  Floats x(n);
   unsigned state = 12345;
   for (auto& v : x) {
     state = state * 1103515245u + 12345u;
@@ -39,20 +42,20 @@ std::vector<float> Input() {
 KF_TEST(test_output_shapes_match) {
   // A reduction's output is one finite number; its value is test_values_match's business (so a wrong sum
   // is a value mismatch, not a shape mismatch).
-  std::vector<float> x(17, 1.0f);
+  Floats x(17, 1.0f);
   const double got = Run(x);
   if (!std::isfinite(got)) throw kf::sdk::Failure("the result is not a finite number: " + std::to_string(got));
 }
 
 KF_TEST(test_values_match) {
-  std::vector<float> x = Input();
+  Floats x = Input();
   std::vector<double> got = {Run(x)};
   std::vector<double> want = {ReferenceSumSquares(x.data(), x.size())};
   kf::sdk::assert_allclose(got, want, 1e-7, 1e-4);
 }
 
 KF_BENCHMARK(bench_sum_squares) {
-  std::vector<float> x = Input();
+  Floats x = Input();
   volatile double sink = 0;
   kf::sdk::measure_runtime([&] { sink = Run(x); });
   (void)sink;

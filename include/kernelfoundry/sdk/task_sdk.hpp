@@ -39,10 +39,13 @@
 //    ratio with a 95 % interval). The document then also has "paired": {name: {"paired", "status" (correct |
 //    noisy | suspicious), "detail", "speedup", "ci", "rounds", …}}, "reference_runtimes" and
 //    "reference_tests". A benchmark whose reference side does not measure is timed alone ("paired": false).
+//  * `--kf-executor=PATH`: the task's executor program (config `executor_executable`) for the KF_REMOTE functions
+//    of kernelfoundry/sdk/remote.hpp — the candidate in a process of its own.
 #pragma once
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -150,6 +153,11 @@ struct State {
   std::string current;                                   ///< name of the running test
   nlohmann::ordered_json runtimes = nlohmann::ordered_json::object();
   long long timed_calls = 0;                             ///< kernel calls in timed trials (all benchmarks)
+  // KF_REMOTE (kernelfoundry/sdk/remote.hpp): the candidate in an executor process.
+  std::string executor_path;                             ///< --kf-executor=PATH
+  std::atomic<long long> remote_calls{0};                ///< calls of KF_REMOTE functions so far
+  std::function<void()> remote_start, remote_ping;       ///< set by remote.hpp in a test program that uses it
+  std::function<double(double)> remote_settle;           ///< the executor's CPU after its last reply (s)
 };
 inline State& GetState() {
   static State state;
@@ -365,8 +373,24 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
         ThreadSide() = 0;
       };
     };
-    const kf::PairedSide cand_side{nullptr, as_side(0, target), as_side(0, sync), nullptr},
+    kf::PairedSide cand_side{nullptr, as_side(0, target), as_side(0, sync), nullptr},
         ref_side{nullptr, as_side(1, ref.target), as_side(1, ref.sync), nullptr};
+    if (st.remote_start && !st.executor_path.empty()) {
+      // The candidate runs in the executor (remote.hpp): its after-return CPU is the executor's, and the
+      // reference side makes as many empty round trips per call as the candidate's call made remote calls.
+      st.remote_start();
+      auto per_call = std::make_shared<std::atomic<long long>>(0);
+      cand_side.call = [per_call, f = cand_side.call, &st] {
+        const long long before = st.remote_calls.load();
+        f();
+        per_call->store(st.remote_calls.load() - before);
+      };
+      ref_side.call = [per_call, f = ref_side.call, &st] {
+        for (long long i = per_call->load(); i > 0; --i) st.remote_ping();
+        f();
+      };
+      cand_side.settle = [&st, max_s = o.quiesce_max_s] { return st.remote_settle(max_s); };
+    }
     kf::PairedResult r = kf::MeasurePaired(cand_side, ref_side, o);
     auto [status, detail] = PairedStatus(r, o.target_rel_half_width);
     nlohmann::ordered_json remeasured = nullptr;
@@ -505,6 +529,7 @@ inline int Main(int argc, char** argv) {
     else if (a == "--kf-ref") st.reference = true;
     else if (a.rfind("--kf-select=", 0) == 0) select = a.substr(12);
     else if (a.rfind("--kf-result-fd=", 0) == 0) fd = std::atoi(a.c_str() + 15);
+    else if (a.rfind("--kf-executor=", 0) == 0) st.executor_path = a.substr(14);
     else if (a == "--kf-paired") st.paired = true;
     else if (a.rfind("--kf-paired-options=", 0) == 0) {
       try {
