@@ -191,9 +191,20 @@ def test_cpu_used_after_the_reply_is_measured(sides_dir, monkeypatch):
     ex = Executor("sides:candidate", cwd=sides_dir)
     try:
         bound = ex.bind((torch.randn(64), torch.randn(64), 1.0))
-        ex.settle()
-        bound.call()
-        assert ex.settle(max_s=0.5) > 0.005  # most of the 20 ms busy thread ran after the reply
+        seen = []
+        # Most of the 20 ms busy thread runs after the reply. Up to three calls: settle ends after two quiet
+        # 200 µs slices, so a thread kept off the CPUs that long (a loaded machine) is missed in that call, as it
+        # would be in one round of a paired measurement (CI saw 0.0 once, 2026-12-01; not reproduced in 11 runs
+        # quiet and under 4 hogs). Each attempt's CPU, the executor's clock before and after, are in the message.
+        for _ in range(3):
+            ex.settle()
+            bound.call()
+            before = ex.cpu_seconds()
+            used = ex.settle(max_s=0.5)
+            seen.append((used, before, ex.cpu_seconds(), ex.proc.poll()))
+            if used > 0.005:
+                break
+        assert seen[-1][0] > 0.005, seen
     finally:
         ex.close()
     monkeypatch.setenv("CHEAT", "none")
