@@ -91,7 +91,6 @@ class SharedArena {
       throw std::runtime_error("kf executor: cannot map the shared arena at its address (" +
                                std::string(std::strerror(errno)) + ")");
     }
-    Adopted() = {base, size};
   }
   /// `bytes` from the arena; throws std::bad_alloc when it is full.
   void* Allocate(std::size_t bytes) {
@@ -172,10 +171,6 @@ class SharedArena {
     size_ = size;
     free_[0] = size;
     return true;
-  }
-  static std::pair<std::uintptr_t, std::size_t>& Adopted() {
-    static std::pair<std::uintptr_t, std::size_t> a{0, 0};
-    return a;
   }
 
   int fd_ = -1;
