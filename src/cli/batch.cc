@@ -23,6 +23,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/record.hpp"
+#include "kernelfoundry/store.hpp"
 #include "kernelfoundry/verdict.hpp"
 
 namespace kf::cli {
@@ -108,6 +109,14 @@ void Fill(Outcome& out, const Evaluation& ev) {
   }
 }
 
+// The verdict of a copy of a candidate evaluated earlier in this batch: `first`'s evaluation, whose `cached`
+// already names its job and time, without the first's kept work dirs.
+Evaluation BatchReuse(const Evaluation& first) {
+  Evaluation ev = first;
+  ev.kept_dirs.clear();
+  return ev;
+}
+
 // Fastest correct first, then the other verdicts (by speedup where there is one), then candidates with no
 // verdict; ties keep the input order.
 void SortBySpeedup(std::vector<Outcome>& outcomes) {
@@ -154,8 +163,9 @@ int RunBatch(const Task& task, const std::vector<std::string>& files, const Batc
   for (const std::string& f : files) codes.push_back(ReadInput(f));
 
   // Copies of one candidate (same content): with the verdict cache on, the first is evaluated and the copies,
-  // queued after every first occurrence, wait for it and then find its verdict in the cache (a verdict that is
-  // not cacheable, e.g. noisy, is measured again).
+  // queued after every first occurrence, wait for it and then find its verdict in the cache, or reuse a noisy
+  // one from memory (below); any other verdict that is not cacheable (a timeout, a lost worker) is measured
+  // again.
   const bool use_cache = o.verdict_cache && o.evaluate.runner == nullptr;
   std::vector<size_t> first_of(files.size()), order;
   std::map<std::string, size_t> first_index;
@@ -169,6 +179,11 @@ int RunBatch(const Task& task, const std::vector<std::string>& files, const Batc
   std::mutex finished_mu;
   std::condition_variable finished_cv;
   std::vector<char> finished(files.size(), 0);
+  // A first occurrence whose verdict is `noisy` (correct and measured, its interval wider than the target) is
+  // not stored in the verdict cache: a later run may be quieter. Its copies in this batch reuse it all the same,
+  // as they would a cached verdict: measured at the same time, on the same machine, under the same conditions,
+  // a second measurement is no better than the first (BatchReuse).
+  std::vector<std::optional<Evaluation>> noisy_first(files.size());
 
   std::vector<Outcome> outcomes(files.size());
   std::atomic<size_t> next{0};
@@ -188,10 +203,29 @@ int RunBatch(const Task& task, const std::vector<std::string>& files, const Batc
       }
       try {
         const std::optional<BlockUpdate> candidate = BlockUpdate{BlockUpdateShort{{"EVOLVE", codes[i]}}};
-        RecordedEvaluation run = EvaluateWithVerdictCache(task, candidate, o.evaluate, o.store, RecordOptions{},
-                                                          use_cache);
+        std::optional<Evaluation> reuse;
+        if (use_cache && first_of[i] != i) {
+          std::lock_guard<std::mutex> lock(finished_mu);
+          if (noisy_first[first_of[i]]) reuse = BatchReuse(*noisy_first[first_of[i]]);
+        }
+        RecordedEvaluation run;
+        if (reuse && o.store != nullptr) {
+          run.recorded = RecordRun(*o.store, task, [&](std::stop_token) { return *reuse; }, RecordOptions{}, &run.ev);
+        } else if (reuse) {
+          run.ev = std::move(*reuse);
+        } else {
+          run = EvaluateWithVerdictCache(task, candidate, o.evaluate, o.store, RecordOptions{}, use_cache);
+        }
         out.recorded = std::move(run.recorded);
         Fill(out, run.ev);
+        if (use_cache && first_of[i] == i && run.ev.cached.is_null() && run.ev.result.status == EvalStatus::kNoisy &&
+            !(out.recorded && out.recorded->canceled)) {
+          run.ev.cached = Json{{"job_id", out.recorded ? Json(out.recorded->job_id) : Json(nullptr)},
+                               {"created_at", NowTimestamp()},
+                               {"batch_copy", true}};
+          std::lock_guard<std::mutex> lock(finished_mu);
+          noisy_first[i] = std::move(run.ev);
+        }
       } catch (const std::exception& e) {
         out.status = "error";
         out.error = e.what();

@@ -24,7 +24,9 @@ struct BatchOptions {
   Store* store = nullptr;       ///< every verdict is recorded here (null: not stored)
   std::string json;             ///< one JSON entry per candidate to this file ("-": stdout; "": none)
   /// Reuse and store verdicts in the verdict cache (kernelfoundry/verdict_cache.hpp; not with a farm runner).
-  /// Copies of one candidate in the batch then run once: the copies wait for the first and reuse its verdict.
+  /// Copies of one candidate in the batch then run once: the copies wait for the first and reuse its verdict
+  /// (a `noisy` one too, which the cache does not keep for later runs; other uncacheable verdicts such as
+  /// timeouts are evaluated again).
   bool verdict_cache = false;
 };
 

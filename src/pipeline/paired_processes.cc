@@ -137,6 +137,27 @@ Json MergeRecords(const std::vector<Json>& records, double target_rel_half_width
   return out;
 }
 
+bool ReachedTarget(const std::vector<PhaseRun>& runs, double target_rel_half_width, uint64_t seed) {
+  for (const PhaseRun& run : runs) {
+    if (!IsCorrectFamily(run.verdict.status) || !run.timing.is_object()) return true;
+  }
+  if (runs.empty()) return false;
+  const Json firsts = runs.front().timing.value("paired", Json::object());
+  try {
+    for (const auto& [name, first] : firsts.items()) {
+      std::vector<Json> records{first};
+      for (size_t i = 1; i < runs.size(); ++i) {
+        const Json paired = runs[i].timing.value("paired", Json::object());
+        if (paired.contains(name)) records.push_back(paired[name]);
+      }
+      if (MergeRecords(records, target_rel_half_width, seed).value("status", std::string()) == "noisy") return false;
+    }
+  } catch (const Error&) {
+    return true;
+  }
+  return true;
+}
+
 PhaseRun MergeRuns(std::vector<PhaseRun> runs, double target_rel_half_width, uint64_t seed) {
   if (runs.empty()) throw Error(ErrorKind::kInvalidArgument, "no runs to merge", "", "runs");
   for (PhaseRun& run : runs) {

@@ -39,4 +39,9 @@ Json MergeRecords(const std::vector<Json>& records, double target_rel_half_width
 /// the first run with verdict test_error ("protocol error: …"). Throws kf::Error for an empty list.
 PhaseRun MergeRuns(std::vector<PhaseRun> runs, double target_rel_half_width, uint64_t seed);
 
+/// True when the paired performance runs so far need no further process: one of them is not a paired run in
+/// the correct family (that run is the verdict), or every benchmark's merged record (MergeRecords) reaches
+/// `target_rel_half_width`, or the records cannot be merged (MergeRuns reports that).
+bool ReachedTarget(const std::vector<PhaseRun>& runs, double target_rel_half_width, uint64_t seed);
+
 }  // namespace kf::paired_processes

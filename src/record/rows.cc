@@ -24,7 +24,8 @@ std::string CachedNote(const Evaluation& ev) {
   const Json& job = ev.cached.contains("job_id") ? ev.cached["job_id"] : Json(nullptr);
   const Json& at = ev.cached.contains("created_at") ? ev.cached["created_at"] : Json(nullptr);
   return "cached: verdict of " + (job.is_number_integer() ? "job " + std::to_string(job.get<int64_t>()) : std::string("an unrecorded run")) +
-         " from " + (at.is_string() ? at.get<std::string>() : std::string("?")) + "\n";
+         " from " + (at.is_string() ? at.get<std::string>() : std::string("?")) +
+         (ev.cached.value("batch_copy", false) ? " (the same candidate earlier in this batch)" : "") + "\n";
 }
 
 Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string& task_id,

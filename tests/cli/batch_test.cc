@@ -120,6 +120,55 @@ TEST(BatchRun, CopiesOfACandidateRunOnceAndVerdictsAreReused) {
   EXPECT_EQ(cached_flags(ParseJson(fresh.out, "stdout")), (std::vector<bool>(4, false))) << fresh.out;
 }
 
+// A noisy verdict (correct, its interval wider than the target) is not kept by the verdict cache, but its
+// copies in the same batch reuse it instead of timing the same code again (regression, 2026-12-01: in
+// bench/batch_bench most verdicts of bias_relu were noisy, so 40 copies were timed again and the batch gained
+// little from them). The next batch measures it afresh.
+TEST(BatchRun, CopiesReuseANoisyVerdictWithinTheBatchOnly) {
+  TempDir tmp;
+  const fs::path examples = SourceDir() / "examples";
+  const fs::path task = tmp.path() / "task";
+  fs::copy(examples / "tasks" / "omp_reduction", task, fs::copy_options::recursive);
+  // A target no measurement reaches within a one-second budget: the verdict is noisy.
+  std::string config = ReadFile(task / "config.yaml");
+  config += "\neval_config:\n  timing: {target_rel_half_width: 0.00001, budget_s: 1, processes: 1}\n";
+  WriteFile(task / "config.yaml", config);
+  const fs::path cands = tmp.path() / "candidates";
+  fs::create_directories(cands);
+  for (const char* name : {"a_fast.cpp", "b_fast_copy.cpp"}) {
+    fs::copy_file(examples / "candidates" / "omp_reduction" / "fast.cpp", cands / name);
+  }
+  const fs::path db = tmp.path() / "batch.sqlite3";
+  const std::string args = "run " + Quote(task.string()) + " --candidates " + Quote(cands.string()) +
+                           " -j 2 --db " + Quote(db.string()) + " --json -";
+  Ran first = Kf(tmp.path(), args);
+  ASSERT_EQ(first.rc, 0) << first.err;
+  Json doc = ParseJson(first.out, "stdout");
+  ASSERT_EQ(doc.size(), 2u) << first.out;
+  EXPECT_EQ(doc[0]["status"], "noisy") << doc[0].dump();
+  EXPECT_EQ(doc[0]["cached"], false);
+  EXPECT_EQ(doc[1]["status"], "noisy") << doc[1].dump();
+  EXPECT_EQ(doc[1]["cached"], true) << "the copy reuses the first's verdict";
+  EXPECT_EQ(doc[1]["speedup"], doc[0]["speedup"]);
+  EXPECT_EQ(doc[1]["speedup_ci"], doc[0]["speedup_ci"]);
+  EXPECT_NE(doc[1]["job_id"], doc[0]["job_id"]) << "the copy is recorded as a job of its own";
+  // The stored copy points at the first's job.
+  Ran results = Kf(tmp.path(), "results --db " + Quote(db.string()) + " --json --all-columns");
+  ASSERT_EQ(results.rc, 0) << results.err;
+  EXPECT_NE(results.out.find("cached: verdict of job " + std::to_string(doc[0]["job_id"].get<int64_t>()) + " from "),
+            std::string::npos)
+      << results.out;
+  EXPECT_NE(results.out.find("(the same candidate earlier in this batch)"), std::string::npos) << results.out;
+
+  Ran again = Kf(tmp.path(), args);  // not from the verdict cache: the first is measured again
+  ASSERT_EQ(again.rc, 0) << again.err;
+  Json doc2 = ParseJson(again.out, "stdout");
+  ASSERT_EQ(doc2.size(), 2u) << again.out;
+  EXPECT_EQ(doc2[0]["cached"], false) << doc2[0].dump();
+  EXPECT_EQ(doc2[1]["cached"], true) << doc2[1].dump();
+  EXPECT_NE(doc2[0]["job_id"], doc[0]["job_id"]);
+}
+
 TEST(BatchRun, AMissingCandidatePathRunsNothing) {
   TempDir tmp;
   const fs::path db = tmp.path() / "batch.sqlite3";

@@ -335,7 +335,8 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
 // (pipeline/paired_processes.hpp): one record per benchmark with each process's own result kept.
 TEST_F(PyScale, PairedTimingRepeatedInSeveralProcessesIsMergedPerBenchmark) {
   Json config = task_.config;
-  config["eval_config"]["timing"] = Json{{"processes", 3}, {"budget_s", 1.5}, {"min_rounds", 6}};
+  // max_processes 3: no process beyond the three for the interval (RunPairedProcesses), so the count is fixed.
+  config["eval_config"]["timing"] = Json{{"processes", 3}, {"max_processes", 3}, {"budget_s", 1.5}, {"min_rounds", 6}};
   task_.ApplyConfig(config);
   std::vector<PhaseEvent> events;
   EvaluateOptions o;

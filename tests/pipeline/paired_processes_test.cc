@@ -128,5 +128,28 @@ TEST(PairedProcesses, RunsAreMergedWithTheirRuntimesAndAFailedRunIsTheVerdict) {
       << b.verdict.detail;
 }
 
+// RunPairedProcesses runs another process only while ReachedTarget is false (regression, 2026-12-01: the phase
+// stopped at three processes with a noisy interval and most of its budget unused).
+TEST(PairedProcesses, TheTargetIsReachedWhenTheMergedIntervalIsNarrowEnough) {
+  std::vector<PhaseRun> agreeing;
+  agreeing.push_back(TimedRun(1.3));
+  agreeing.push_back(TimedRun(1.3));
+  EXPECT_TRUE(paired_processes::ReachedTarget(agreeing, 0.02, 1));
+
+  std::vector<PhaseRun> spread;  // each process alone is ±0.1 %, together ±10 %: more processes are needed
+  spread.push_back(TimedRun(0.9));
+  spread.push_back(TimedRun(1.1));
+  EXPECT_FALSE(paired_processes::ReachedTarget(spread, 0.02, 1));
+  EXPECT_TRUE(paired_processes::ReachedTarget(spread, 5.0, 1));  // a loose target is reached (t(1) = 12.7)
+  EXPECT_FALSE(paired_processes::ReachedTarget({}, 0.02, 1));
+
+  spread.push_back(TimedRun(1.0, EvalStatus::kTestTimeout));  // a failed process is the verdict: stop
+  EXPECT_TRUE(paired_processes::ReachedTarget(spread, 0.02, 1));
+  std::vector<PhaseRun> untimed;
+  untimed.push_back(TimedRun(1.0));
+  untimed.back().timing = nullptr;
+  EXPECT_TRUE(paired_processes::ReachedTarget(untimed, 0.02, 1));
+}
+
 }  // namespace
 }  // namespace kf
