@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "kernelfoundry/evaluate.hpp"
-#include "kernelfoundry/pytest_collect.hpp"
+#include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/task.hpp"
 
 namespace fs = std::filesystem;
@@ -73,7 +73,7 @@ struct Summary {
 // than correct (a broken bench must not print numbers).
 Summary Measure(const std::string& label, const fs::path& task_dir, int runs) {
   kf::TaskCreateOptions co;
-  co.collector = kf::PytestCollector();
+  co.kinds = kf::HarnessTaskKinds();  // native or pytest, as the package's config says (as kf run loads it)
   kf::Task task = kf::Task::Create(task_dir, co).first;
   kf::BlockUpdate candidate = kf::BlockUpdateShort{{"EVOLVE", task.blocks.at("EVOLVE").begin()->second.at(0)}};
   kf::EvaluateOptions eo;
@@ -95,7 +95,8 @@ Summary Measure(const std::string& label, const fs::path& task_dir, int runs) {
       if (t.name.rfind("correctness ", 0) == 0 || t.name.rfind("performance ", 0) == 0) s.tests_wall_s += t.seconds;
     }
     for (const auto& log : ev.logs) {
-      if (log.name.rfind("test ", 0) != 0) continue;
+      // Test runs only: a profiler pass ("test custom cpu profile perf.000") reports no time of its own.
+      if (log.name.rfind("test ", 0) != 0 || log.name.find(" profile ") != std::string::npos) continue;
       double r = ReportedSeconds(log.result.stdout_text);
       if (r < 0) throw std::runtime_error(label + ": no self-reported time in the log of " + log.name);
       s.reported_s += r;
