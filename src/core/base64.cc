@@ -8,10 +8,13 @@
 // Both loops are branch-free per quad. Big-endian hosts use the plain per-quad loop.
 #include "kernelfoundry/base64.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "kernelfoundry/error.hpp"
 
@@ -131,15 +134,27 @@ void Base64Append(std::string& out, std::string_view bytes) {
   Base64EncodeTo(bytes, out.data() + at);
 }
 
-std::string Base64Decode(std::string_view text) {
+size_t Base64DecodedSize(std::string_view text) {
   const size_t n = text.size();
   if (n % 4 != 0) Fail("length " + std::to_string(n) + " is not a multiple of 4");
-  if (n == 0) return {};
+  if (n == 0) return 0;
+  const size_t pad = text[n - 1] != '=' ? 0 : text[n - 2] == '=' ? 2 : 1;
+  return n / 4 * 3 - pad;
+}
+
+std::string Base64Decode(std::string_view text) {
+  std::string out(Base64DecodedSize(text), '\0');
+  Base64DecodeTo(text, out.data());
+  return out;
+}
+
+void Base64DecodeTo(std::string_view text, char* o) {
+  const size_t n = text.size();
+  if (n % 4 != 0) Fail("length " + std::to_string(n) + " is not a multiple of 4");
+  if (n == 0) return;
   size_t pad = 0;
   if (text[n - 1] == '=') pad = (text[n - 2] == '=') ? 2 : 1;
-  std::string out(n / 4 * 3 - pad, '\0');
   const auto* in = reinterpret_cast<const uint8_t*>(text.data());
-  char* o = out.data();
   const size_t full = (pad == 0) ? n : n - 4;  // quads without padding
   size_t i = 0;
   if constexpr (kLittle) {
@@ -170,7 +185,49 @@ std::string Base64Decode(std::string_view text) {
     *o++ = static_cast<char>(v >> 16);
     if (pad == 1) *o++ = static_cast<char>((v >> 8) & 0xFF);
   }
-  return out;
+}
+
+std::optional<std::pair<size_t, Error>> Base64DecodeAll(const std::vector<Base64Job>& jobs) {
+  // Decodes jobs [begin, end) in order; returns the first failure of the range.
+  auto run = [&jobs](size_t begin, size_t end) -> std::optional<std::pair<size_t, Error>> {
+    for (size_t i = begin; i < end; ++i) {
+      try {
+        jobs[i].out->assign(Base64DecodedSize(jobs[i].text), '\0');
+        Base64DecodeTo(jobs[i].text, jobs[i].out->data());
+      } catch (const Error& e) {
+        return std::make_pair(i, e);
+      }
+    }
+    return std::nullopt;
+  };
+  size_t total = 0;
+  for (const Base64Job& job : jobs) total += job.text.size();
+  const size_t threads =
+      total < kBase64ParallelBytes ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+  if (threads == 1) return run(0, jobs.size());
+  // Range k ends where the running text size passes (k + 1) / threads of the total.
+  std::vector<size_t> bounds{0};
+  size_t seen = 0;
+  for (size_t i = 0; i < jobs.size() && bounds.size() < threads; ++i) {
+    seen += jobs[i].text.size();
+    if (seen * threads >= total * bounds.size()) bounds.push_back(i + 1);
+  }
+  bounds.push_back(jobs.size());
+  std::vector<std::optional<std::pair<size_t, Error>>> failures(bounds.size() - 1);
+  std::vector<std::thread> workers;
+  for (size_t k = 1; k + 1 < bounds.size(); ++k) {
+    try {
+      workers.emplace_back([&, k] { failures[k] = run(bounds[k], bounds[k + 1]); });
+    } catch (const std::system_error&) {  // no thread to be had: this one does the range
+      failures[k] = run(bounds[k], bounds[k + 1]);
+    }
+  }
+  failures[0] = run(bounds[0], bounds[1]);
+  for (std::thread& t : workers) t.join();
+  for (auto& f : failures) {
+    if (f) return f;
+  }
+  return std::nullopt;
 }
 
 }  // namespace kf

@@ -128,25 +128,19 @@ struct FileMapAccess {
     }
     struct Parsed {
       std::string path;
-      std::string bytes;
+      std::string_view text;  // base64, decoded below (it lives in `data`)
       FileMeta meta;
       bool set_meta;
+      std::string bytes;
     };
     std::vector<Parsed> parsed;
     parsed.reserve(data.size());
     data.for_each_member([&](std::string_view key, const V& value) {
-      const std::string path(key);
-      auto decode = [&](const V& text, const char* field) {
-        try {
-          return Base64Decode(text.get_string());
-        } catch (const Error& e) {
-          throw Error(ErrorKind::kParse, e.message(), path, field);
-        }
-      };
       if (value.is_string()) {  // legacy {path: base64}
-        parsed.push_back({path, decode(value, "content"), FileMeta{kDefaultMode, NowSeconds()}, true});
+        parsed.push_back({std::string(key), value.get_string(), FileMeta{kDefaultMode, NowSeconds()}, true, {}});
         return;
       }
+      const std::string path(key);
       if (!value.is_object()) {
         throw Error(ErrorKind::kParse,
                     std::string("expected a base64 string or {content, mode?, mtime?}, got ") + value.type_name(),
@@ -154,7 +148,7 @@ struct FileMapAccess {
       }
       auto content = value.find("content");
       if (!content || !content->is_string()) throw Error(ErrorKind::kParse, "expected a base64 string", path, "content");
-      Parsed p{path, decode(*content, "content"), FileMeta{}, false};
+      Parsed p{path, content->get_string(), FileMeta{}, false, {}};
       if (auto mode = value.find("mode"); mode && !mode->is_null()) {
         if (!mode->is_number_integer() || mode->get_int64() < 0) {
           throw Error(ErrorKind::kParse, "expected a non-negative integer permission mode, got " + mode->dump(),
@@ -173,6 +167,13 @@ struct FileMapAccess {
       }
       parsed.push_back(std::move(p));
     });
+    // The contents last, all at once (on several threads when they are big: Base64DecodeAll).
+    std::vector<Base64Job> jobs;
+    jobs.reserve(parsed.size());
+    for (Parsed& p : parsed) jobs.push_back({p.text, &p.bytes});
+    if (auto failure = Base64DecodeAll(jobs)) {
+      throw Error(ErrorKind::kParse, failure->second.message(), parsed[failure->first].path, "content");
+    }
     for (Parsed& p : parsed) {
       auto [it, inserted] = map.files_.insert_or_assign(p.path, std::move(p.bytes));
       if (inserted) map.order_.push_back(p.path);

@@ -252,6 +252,31 @@ std::string FastTask(const std::string& text) {
   return Outcome([&] { return Task::DecodeFromString(text, "t.json").EncodeToString(); });
 }
 
+// Over kBase64ParallelBytes (contents decoded on several threads) and kHugePageWorthyBytes (huge-page
+// buffers): the same map back, and a bad file names itself as the plain path does.
+TEST(EncodeToString, FileMapOverTheParallelThresholdRoundTripsAndNamesTheBadFile) {
+  std::mt19937_64 rng(12);
+  MemoryFileMap m;
+  for (int i = 0; i < 300; ++i) {
+    std::string bytes(40000 + rng() % 5, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    m.Set("d/f" + std::to_string(i), bytes, FileMeta{0600, 1.7e9 + i});
+  }
+  std::string text = m.EncodeToString();
+  ASSERT_GE(text.size(), kBase64ParallelBytes);
+  EXPECT_EQ(text, DumpJson(m.Encode()));
+  EXPECT_EQ(MemoryFileMap::DecodeFromString(text), m);
+  for (const char* path : {"\"d/f250\"", "\"d/f31\""}) {  // the later file is broken first
+    const size_t at = text.find("\"content\":\"", text.find(path)) + 20;
+    text[at] = '!';
+  }
+  const std::string fast = Outcome([&] { return MemoryFileMap::DecodeFromString(text, "m.json").EncodeToString(); });
+  const std::string plain = Outcome([&] { return MemoryFileMap::FromJson(ParseJson(text, "m.json")).EncodeToString(); });
+  EXPECT_EQ(fast, plain);
+  EXPECT_EQ(fast.rfind("error parse d/f31 content: invalid base64: character outside the alphabet near offset", 0), 0u)
+      << fast;
+}
+
 TEST(DecodeFromString, TrickyTextDecodesAsNlohmannDoes) {
   // Values that land in worker_info keep their exact JSON (number kinds, duplicates, escapes).
   const std::vector<std::string> values = {
