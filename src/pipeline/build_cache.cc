@@ -40,7 +40,13 @@ void Add(internal::Sha256& h, std::string_view tag, std::string_view bytes) {
 
 std::string ReadAll(const fs::path& p) { return ReadFileBytes(p).value_or(""); }
 
-// SHA-256 over the regular files below `dir` (relative path + bytes), in path order; "" when absent.
+// Files at least this big enter TreeDigest by their size and modification time, not their bytes: they are
+// the compiled modules of kf's own Python package (_core: 105 MB with debug info), which kf's build
+// rewrites (new mtime) whenever they change. Reading and hashing them cost every kf process ~0.35 s.
+constexpr uintmax_t kStampedFileBytes = uintmax_t{1} << 20;
+
+// SHA-256 over the regular files below `dir` (relative path + bytes, or + size and mtime for files of
+// kStampedFileBytes or more), in path order; "" when absent.
 std::string TreeDigest(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return "";
@@ -55,21 +61,36 @@ std::string TreeDigest(const fs::path& dir) {
   }
   std::sort(files.begin(), files.end());
   internal::Sha256 h;
-  for (const auto& f : files) Add(h, f.lexically_relative(dir).generic_string(), ReadAll(f));
+  for (const auto& f : files) {
+    const std::string name = f.lexically_relative(dir).generic_string();
+    struct stat st {};
+    if (::stat(f.c_str(), &st) == 0 && static_cast<uintmax_t>(st.st_size) >= kStampedFileBytes) {
+      Add(h, "stamp:" + name,
+          fmt::format("{} {}", st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec));
+    } else {
+      Add(h, name, ReadAll(f));
+    }
+  }
   return h.HexDigest();
 }
 
-// What kf hands to builds: SDK headers, SDK sources, the kernelfoundry Python package. Once per process.
-const std::string& KfContentDigest() {
-  static const std::string digest = [] {
+// What kf hands to builds of a harness kind: the SDK headers and sources, and for kinds that run Python
+// (WorkerInfoNeedsPython) the kernelfoundry Python package. Once per process and kind.
+const std::string& KfContentDigest(std::string_view harness) {
+  auto digest = [](bool python) {
     internal::Sha256 h;
     const TaskSdk sdk = FindTaskSdk();
     Add(h, "include", TreeDigest(sdk.include_dir / "kernelfoundry"));
     for (const fs::path& f : sdk.sources) Add(h, f.filename().string(), ReadAll(f));
-    Add(h, "python", TreeDigest(TaskPythonPath() / "kernelfoundry"));
+    if (python) Add(h, "python", TreeDigest(TaskPythonPath() / "kernelfoundry"));
     return h.HexDigest();
-  }();
-  return digest;
+  };
+  if (WorkerInfoNeedsPython(harness)) {
+    static const std::string with_python = digest(true);
+    return with_python;
+  }
+  static const std::string native = digest(false);
+  return native;
 }
 
 // "realpath size mtime_ns" of an executable found in PATH (or given with a '/'); "" when not found.
@@ -157,7 +178,7 @@ bool Enabled() {
 std::string ToolchainFingerprint(std::string_view harness) {
   Json j = Json::object();
   j["kf_version"] = KF_VERSION;
-  j["kf_content"] = KfContentDigest();
+  j["kf_content"] = KfContentDigest(harness);
   const Json& info = GetWorkerInfo(harness);  // a native build never starts Python for it
   for (const char* k : {"nvcc_version", "icpx_version", "ocl_driver_version", "torch_version", "python_version",
                         "gxx_version", "clang_version", "cpu_info"}) {
