@@ -8,7 +8,8 @@
 //    its worker_info has the same keys with "" for those two.
 //  * Never fails: a tool that is absent or slow gives "" (versions) or 0 (memory). The version probes run
 //    in parallel through kf::RunProcess with a short timeout each (kProbeTimeout), so the first call costs
-//    about one probe's time, not their sum.
+//    about one probe's time, not their sum; compiler versions are remembered across processes
+//    (CachedToolVersion).
 //  * Keys: the reference's 13 keys in the reference's order (nvcc_version, icpx_version,
 //    ocl_driver_version, neo_revision, igc_revision, cpu_info, total_system_memory_kb, device_id, gpu_name,
 //    nvidia_compute_capabilities, git_commit_hash, torch_version, hostname), then ours: gxx_version,
@@ -46,5 +47,13 @@ Json GatherWorkerInfo();
 /// otherwise the first token that starts with a digit and contains a '.', e.g. "g++ (Debian 12.2.0-14) 12.2.0"
 /// -> "12.2.0", "Python 3.11.2" -> "3.11.2". Returns "" when nothing matches.
 std::string ParseToolVersion(const std::string& text);
+
+/// ParseToolVersion of `tool --version` (tool found in PATH, or a path), remembered across processes in
+/// <cache dir>/tool_versions.json under the executable's real path, size and modification time: a tool that
+/// is replaced or touched is probed again. The probes were most of what a native `kf run` spent before its
+/// build (nvcc, g++, clang: ~55 ms of waiting per process). An empty answer (tool absent, failed, slow) is
+/// never remembered; with no usable cache dir every call probes. Concurrent writers may drop each other's
+/// entries (the file is replaced whole, temp + rename), never corrupt the file. Never throws.
+std::string CachedToolVersion(const std::string& tool);
 
 }  // namespace kf

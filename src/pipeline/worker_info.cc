@@ -4,8 +4,10 @@
 // package metadata), the latter only for harnesses that run Python.
 #include "kernelfoundry/worker_info.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <future>
@@ -15,6 +17,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "core/files.hpp"
+#include "kernelfoundry/cache_dir.hpp"
+#include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/process.hpp"
 
@@ -129,10 +136,10 @@ struct PythonFacts {
 
 MachineFacts GatherMachine() {
   auto async = [](auto fn) { return std::async(std::launch::async, fn); };
-  auto nvcc = async([] { return ParseToolVersion(Probe({"nvcc", "--version"})); });
-  auto icpx = async([] { return ParseToolVersion(Probe({"icpx", "--version"})); });
-  auto gxx = async([] { return ParseToolVersion(Probe({"g++", "--version"})); });
-  auto clang = async([] { return ParseToolVersion(Probe({"clang", "--version"})); });
+  auto nvcc = async([] { return CachedToolVersion("nvcc"); });
+  auto icpx = async([] { return CachedToolVersion("icpx"); });
+  auto gxx = async([] { return CachedToolVersion("g++"); });
+  auto clang = async([] { return CachedToolVersion("clang"); });
   auto gpu = async([] {
     return Probe({"nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"});
   });
@@ -207,6 +214,42 @@ const PythonFacts& CachedPython() {
 }  // namespace
 
 bool WorkerInfoNeedsPython(std::string_view harness_kind) { return harness_kind != "native"; }
+
+std::string CachedToolVersion(const std::string& tool) {
+  const std::string exe = FindExecutable(tool);
+  if (exe.empty()) return "";
+  std::error_code ec;
+  const fs::path real = fs::canonical(exe, ec);
+  struct stat st {};
+  const CacheDirChoice cache = ResolveCacheDir();
+  if (ec || ::stat(real.c_str(), &st) != 0 || !cache.usable()) return ParseToolVersion(Probe({exe, "--version"}));
+  const std::string stamp =
+      fmt::format("{} {} {}", real.string(), st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+  const fs::path file = cache.path / "tool_versions.json";
+  auto load = [&file] {
+    try {
+      Json j = ParseJson(ReadFileBytes(file).value_or("{}"), file.string());
+      return j.is_object() ? j : Json::object();
+    } catch (const Error&) {
+      return Json::object();  // unreadable: rebuilt from the probes
+    }
+  };
+  if (Json known = load(); known.contains(stamp) && known[stamp].is_string()) return known[stamp].get<std::string>();
+  const std::string version = ParseToolVersion(Probe({exe, "--version"}));
+  if (version.empty()) return version;
+  Json known = load();
+  known[stamp] = version;
+  static std::atomic<int> sequence{0};  // the probes run on parallel threads of one process
+  const fs::path tmp = file.string() + fmt::format(".tmp{}.{}", ::getpid(), sequence++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << known.dump(1);
+    if (!out) return version;
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) fs::remove(tmp, ec);
+  return version;
+}
 
 Json GatherWorkerInfo() {
   auto python = std::async(std::launch::async, GatherPython);

@@ -1,6 +1,12 @@
 // Stage helpers and worker_info: gpu_arch splitting (B6), template variants (B21), tool versions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/worker_info.hpp"
@@ -77,6 +83,48 @@ TEST(WorkerInfo, ParsesToolVersions) {
   EXPECT_EQ(ParseToolVersion("Python 3.11.2\n"), "3.11.2");
   EXPECT_EQ(ParseToolVersion("Intel(R) oneAPI DPC++/C++ Compiler 2024.0.0 (2024.0.0.20231017)"), "2024.0.0");
   EXPECT_EQ(ParseToolVersion(""), "");
+}
+
+// Tool versions are remembered across processes by the executable's real path, size and mtime: a second
+// lookup does not run the tool, a touched tool is probed again, a failing one is never remembered.
+TEST(WorkerInfo, ToolVersionsAreRememberedPerExecutableStamp) {
+  testing::TempDir temp;
+  const std::filesystem::path dir = temp.path();
+  std::filesystem::create_directories(dir / "bin");
+  const std::filesystem::path tool = dir / "bin" / "fakecc", calls = dir / "calls";
+  auto write_tool = [&](const std::string& body) {
+    std::ofstream(tool) << "#!/bin/sh\necho probed >> '" << calls.string() << "'\n" << body;
+    std::filesystem::permissions(tool, std::filesystem::perms::owner_all);
+  };
+  auto probes = [&] {
+    std::ifstream in(calls);
+    return static_cast<int>(std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+  };
+  write_tool("echo 'fakecc (Debian 12.2.0-14) 12.2.0'\n");
+  testing::ScopedEnv env({{"KF_CACHE_DIR", (dir / "cache").string()}, {"PATH", (dir / "bin").string() + ":/usr/bin:/bin"}});
+  EXPECT_EQ(CachedToolVersion("fakecc"), "12.2.0");
+  EXPECT_EQ(probes(), 1);
+  EXPECT_EQ(CachedToolVersion("fakecc"), "12.2.0");
+  EXPECT_EQ(CachedToolVersion(tool.string()), "12.2.0");
+  EXPECT_EQ(probes(), 1);
+  // Replaced (new size and mtime): probed again.
+  write_tool("echo 'fakecc (Debian 13.1.0-1) 13.1.0'\n");
+  std::filesystem::last_write_time(tool, std::filesystem::last_write_time(tool) + std::chrono::seconds(5));
+  EXPECT_EQ(CachedToolVersion("fakecc"), "13.1.0");
+  EXPECT_EQ(probes(), 2);
+  // Failing: "" every time, each a probe.
+  write_tool("exit 3\n");
+  std::filesystem::last_write_time(tool, std::filesystem::last_write_time(tool) + std::chrono::seconds(10));
+  EXPECT_EQ(CachedToolVersion("fakecc"), "");
+  EXPECT_EQ(CachedToolVersion("fakecc"), "");
+  EXPECT_EQ(probes(), 4);
+  EXPECT_EQ(CachedToolVersion("no-such-tool-here"), "");
+  // The file holds the two good answers, nothing else (no temp files left).
+  const Json known = ParseJson(testing::ReadFile(dir / "cache" / "tool_versions.json"), "tool_versions.json");
+  EXPECT_EQ(known.size(), 2u) << known.dump();
+  size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "cache")) entries += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(entries, 1u);
 }
 
 // The reference's 13 keys in its order (golden e2e_relu_cpu), then ours; cached once per process.
