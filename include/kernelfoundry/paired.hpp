@@ -128,6 +128,13 @@ MedianCI HierarchicalMedianCI(const std::vector<double>& values, const std::vect
 MedianCI GroupedMedianCI(const std::vector<double>& values, const std::vector<int64_t>& groups,
                          int64_t resamples, uint64_t seed);
 
+/// Whether GroupedMedianCI(values, groups, resamples, seed) has a relative half-width ((high − low) / 2 /
+/// median) of at most `rel_half_width`, without its bootstrap when the cheap parts (the pooled order-statistic
+/// and the t interval) are already wider: the union can only be wider still. For loops that ask after every
+/// process whether to run another (pipeline/paired_processes.hpp). Throws like GroupedMedianCI.
+bool GroupedMedianCIWithin(const std::vector<double>& values, const std::vector<int64_t>& groups, int64_t resamples,
+                           uint64_t seed, double rel_half_width);
+
 /// Student's t quantile t(0.975, df) for df ≥ 1 (exact table to 30, then the Cornish–Fisher expansion
 /// z + (z³ + z) / (4 df), error < 0.002). Throws kf::Error(kInvalidArgument) for df < 1.
 double StudentT975(int64_t df);

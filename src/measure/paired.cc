@@ -250,17 +250,12 @@ double StudentT975(int64_t df) {
   return z + (z * z * z + z) / (4.0 * d);
 }
 
-MedianCI GroupedMedianCI(const std::vector<double>& values, const std::vector<int64_t>& groups,
-                         int64_t resamples, uint64_t seed) {
-  if (groups.size() != values.size()) {
-    throw Error(ErrorKind::kInvalidArgument, "expected one group per value", "", "groups");
-  }
+namespace {
+
+/// MedianWithCI of the pooled values widened to Student's t interval of the groups' log-medians (the cheap
+/// parts of GroupedMedianCI, without the bootstrap). `by_group` has at least 2 groups.
+MedianCI PooledAndTInterval(const std::vector<double>& values, const std::vector<std::vector<double>>& by_group) {
   MedianCI ci = MedianWithCI(values);
-  const std::vector<std::vector<double>> by_group = ByGroup(values, groups);
-  if (by_group.size() < 2) return ci;
-  const MedianCI h = HierarchicalMedianCI(values, groups, resamples, seed);
-  ci.low = std::min(ci.low, h.low);
-  ci.high = std::max(ci.high, h.high);
   std::vector<double> logs;  // log of each group's median
   for (const std::vector<double>& mine : by_group) {
     const double m = Median(mine);
@@ -276,6 +271,35 @@ MedianCI GroupedMedianCI(const std::vector<double>& values, const std::vector<in
   ci.low = std::min(ci.low, std::exp(mean - half));
   ci.high = std::max(ci.high, std::exp(mean + half));
   return ci;
+}
+
+double RelHalfWidth(const MedianCI& ci) { return ci.median > 0 ? (ci.high - ci.low) / 2.0 / ci.median : 0; }
+
+}  // namespace
+
+MedianCI GroupedMedianCI(const std::vector<double>& values, const std::vector<int64_t>& groups,
+                         int64_t resamples, uint64_t seed) {
+  if (groups.size() != values.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "expected one group per value", "", "groups");
+  }
+  const std::vector<std::vector<double>> by_group = ByGroup(values, groups);
+  if (by_group.size() < 2) return MedianWithCI(values);
+  MedianCI ci = PooledAndTInterval(values, by_group);
+  const MedianCI h = HierarchicalMedianCI(values, groups, resamples, seed);
+  ci.low = std::min(ci.low, h.low);
+  ci.high = std::max(ci.high, h.high);
+  return ci;
+}
+
+bool GroupedMedianCIWithin(const std::vector<double>& values, const std::vector<int64_t>& groups, int64_t resamples,
+                           uint64_t seed, double rel_half_width) {
+  if (groups.size() != values.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "expected one group per value", "", "groups");
+  }
+  const std::vector<std::vector<double>> by_group = ByGroup(values, groups);
+  if (by_group.size() < 2) return RelHalfWidth(MedianWithCI(values)) <= rel_half_width;
+  if (RelHalfWidth(PooledAndTInterval(values, by_group)) > rel_half_width) return false;
+  return RelHalfWidth(GroupedMedianCI(values, groups, resamples, seed)) <= rel_half_width;
 }
 
 PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& reference, const PairedOptions& options,

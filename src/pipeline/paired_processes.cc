@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 #include "harness/test_report.hpp"
@@ -58,6 +59,27 @@ void AppendRuntimes(std::optional<Json>& into, const std::optional<Json>& from) 
   }
 }
 
+/// Resamples of the merged interval's bootstrap (GroupedMedianCI).
+constexpr int64_t kResamples = 2000;
+
+/// Every round's reference_ms / candidate_ms of `records`, with the index of its record as its group.
+/// Throws kf::Error(kInvalidArgument) for a record whose two lists differ in length or are empty.
+void PerRoundRatios(const std::vector<Json>& records, std::vector<double>* ratios, std::vector<int64_t>* groups) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    const std::vector<double> c = Doubles(records[i], "candidate_ms"), ref = Doubles(records[i], "reference_ms");
+    if (c.size() != ref.size() || c.empty()) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  fmt::format("expected as many reference as candidate rounds (at least one), got {} and {}",
+                              ref.size(), c.size()),
+                  "paired record", "reference_ms");
+    }
+    for (size_t j = 0; j < c.size(); ++j) {
+      ratios->push_back(ref[j] / c[j]);
+      groups->push_back(static_cast<int64_t>(i));
+    }
+  }
+}
+
 }  // namespace
 
 Json MergeRecords(const std::vector<Json>& records, double target_rel_half_width, uint64_t seed) {
@@ -82,21 +104,11 @@ Json MergeRecords(const std::vector<Json>& records, double target_rel_half_width
   double after_cand = 0, after_ref = 0;
   int64_t rounds = 0, warmup = 0, checked = 0;
   double elapsed = 0;
+  PerRoundRatios(records, &ratios, &groups);
   for (size_t i = 0; i < records.size(); ++i) {
     const Json& r = records[i];
-    const std::vector<double> c = Doubles(r, "candidate_ms"), ref = Doubles(r, "reference_ms");
-    if (c.size() != ref.size() || c.empty()) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  fmt::format("expected as many reference as candidate rounds (at least one), got {} and {}",
-                              ref.size(), c.size()),
-                  "paired record", "reference_ms");
-    }
-    for (size_t j = 0; j < c.size(); ++j) {
-      ratios.push_back(ref[j] / c[j]);
-      groups.push_back(static_cast<int64_t>(i));
-      cand_ms.push_back(c[j]);
-      ref_ms.push_back(ref[j]);
-    }
+    for (double v : Doubles(r, "candidate_ms")) cand_ms.push_back(v);
+    for (double v : Doubles(r, "reference_ms")) ref_ms.push_back(v);
     rounds += static_cast<int64_t>(Number(r, "rounds"));
     warmup += static_cast<int64_t>(Number(r, "warmup_rounds"));
     checked += static_cast<int64_t>(Number(r, "checked_rounds"));
@@ -110,7 +122,7 @@ Json MergeRecords(const std::vector<Json>& records, double target_rel_half_width
     process_speedups.push_back(r.value("speedup", Json(nullptr)));
     process_cis.push_back(r.value("ci", Json(nullptr)));
   }
-  const MedianCI ci = GroupedMedianCI(ratios, groups, 2000, seed);
+  const MedianCI ci = GroupedMedianCI(ratios, groups, kResamples, seed);
   const double rel = ci.median > 0 ? (ci.high - ci.low) / 2.0 / ci.median : 0;
   const bool reached = rel <= target_rel_half_width;
   out["status"] = reached ? "correct" : "noisy";
@@ -150,7 +162,14 @@ bool ReachedTarget(const std::vector<PhaseRun>& runs, double target_rel_half_wid
         const Json paired = runs[i].timing.value("paired", Json::object());
         if (paired.contains(name)) records.push_back(paired[name]);
       }
-      if (MergeRecords(records, target_rel_half_width, seed).value("status", std::string()) == "noisy") return false;
+      if (records.size() > 1 && std::all_of(records.begin(), records.end(), Poolable)) {
+        std::vector<double> ratios;
+        std::vector<int64_t> groups;
+        PerRoundRatios(records, &ratios, &groups);
+        if (!GroupedMedianCIWithin(ratios, groups, kResamples, seed, target_rel_half_width)) return false;
+      } else if (MergeRecords(records, target_rel_half_width, seed).value("status", std::string()) == "noisy") {
+        return false;
+      }
     }
   } catch (const Error&) {
     return true;

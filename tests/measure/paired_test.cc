@@ -218,6 +218,32 @@ TEST(HierarchicalMedianCI, OneGroupIsTheOrdinaryBootstrap) {
 // Three processes whose offsets all fall on one side of the truth (1.00): 1.01, 1.02, 1.03, each tight. The
 // bootstrap over three groups resamples only those three medians, so its interval misses 1.00; the t interval
 // over the groups' log-medians (t(0.975, 2) = 4.303) does not — the case the grouped interval exists for.
+// GroupedMedianCIWithin answers as GroupedMedianCI's own half-width would, for targets on both sides of it,
+// with tight and loose groups (its shortcut skips only the bootstrap when the cheap parts already miss).
+TEST(GroupedMedianCI, WithinAgreesWithTheFullInterval) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<double> values;
+    std::vector<int64_t> groups;
+    const int k = 2 + trial % 4;
+    std::normal_distribution<double> offset(0.0, trial % 2 ? 0.03 : 0.002), noise(0.0, 0.01);
+    for (int g = 0; g < k; ++g) {
+      const double centre = 1.0 + offset(rng);
+      for (int i = 0; i < 60; ++i) {
+        values.push_back(centre + noise(rng));
+        groups.push_back(g);
+      }
+    }
+    const MedianCI ci = GroupedMedianCI(values, groups, 500, 4);
+    const double rel = (ci.high - ci.low) / 2.0 / ci.median;
+    for (double target : {rel * 0.5, rel * 0.999, rel * 1.001, rel * 2.0}) {
+      EXPECT_EQ(GroupedMedianCIWithin(values, groups, 500, 4, target), rel <= target)
+          << "trial " << trial << " rel " << rel << " target " << target;
+    }
+  }
+  EXPECT_THROW(GroupedMedianCIWithin({1.0, 2.0}, {0}, 10, 1, 0.02), Error);
+}
+
 TEST(GroupedMedianCI, FewGroupsOnOneSideStillCoverTheirCentreHonestly) {
   std::vector<double> values;
   std::vector<int64_t> groups;
