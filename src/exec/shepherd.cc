@@ -1,6 +1,7 @@
 // The shepherd process (see shepherd.hpp) and the child's setup between fork and exec. Async-signal-safe
 // code only: this runs in a process forked from a multi-threaded runner.
 #include <errno.h>
+#include <linux/sched.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <poll.h>
@@ -125,15 +126,16 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
   _exit(127);
 }
 
-/// The main child: session, cgroups, limits, stdio, cwd, exec. Never returns.
-[[noreturn]] void ChildExec(const ShepherdPlan& plan, pid_t shepherd) {
+/// The main child: session, cgroups, limits, stdio, cwd, exec. Never returns. `in_v2_cgroup`: the child was
+/// created in the v2 leaf already (clone3 CLONE_INTO_CGROUP), so it does not write its cgroup.procs.
+[[noreturn]] void ChildExec(const ShepherdPlan& plan, pid_t shepherd, bool in_v2_cgroup) {
   sigset_t empty;
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != shepherd) _exit(127);
   if (setsid() < 0) ChildFail(SpawnStage::kSession, errno);
-  if (plan.v2_join_file != nullptr) {
+  if (plan.v2_join_file != nullptr && !in_v2_cgroup) {
     if (int err = WriteFile(plan.v2_join_file, "0"); err != 0) ChildFail(SpawnStage::kCgroup, err);
   }
   for (int i = 0; i < plan.n_join_files; ++i) {
@@ -162,12 +164,31 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
   ChildFail(SpawnStage::kExec, errno);
 }
 
-/// Starts the main child with vfork: no atfork handlers (they may take locks another thread of the runner
-/// held) and no copy of the address space; the child runs only syscalls until execve/_exit. (Measured:
-/// a fork-like clone3(CLONE_INTO_CGROUP) was ~2 ms slower per run than vfork + a cgroup.procs write.)
+/// Starts the main child. With a cgroup v2 leaf: clone3(CLONE_INTO_CGROUP), so the child is born in the
+/// leaf. Moving a running process there instead (a cgroup.procs write) takes the kernel's cgroup threadgroup
+/// lock for writing, which waits for an RCU grace period: 6-30 ms per process while the machine is busy
+/// (measured 2026-12-01 in a native `kf run`, 10 test processes: 122 ms of such writes; on an idle machine
+/// about 1 ms, where vfork + the write was ~2 ms faster than this fork-like clone3 in exec_bench). The raw
+/// clone3 child has a copy of the shepherd (a single thread) and runs only syscalls until execve/_exit.
+/// Without a v2 leaf, or where clone3 refuses (kernels before 5.7, seccomp policies): vfork, no atfork
+/// handlers (they may take locks another thread of the runner held) and no copy of the address space, then
+/// the child writes cgroup.procs itself.
 pid_t StartChild(const ShepherdPlan& plan, pid_t self) {
+  if (plan.v2_dir != nullptr) {
+    const int cgroup_fd = open(plan.v2_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cgroup_fd >= 0) {
+      clone_args args{};
+      args.flags = CLONE_INTO_CGROUP;
+      args.exit_signal = SIGCHLD;
+      args.cgroup = static_cast<uint64_t>(cgroup_fd);
+      const long child = syscall(SYS_clone3, &args, sizeof args);
+      if (child == 0) ChildExec(plan, self, /*in_v2_cgroup=*/true);
+      close(cgroup_fd);
+      if (child > 0) return static_cast<pid_t>(child);
+    }
+  }
   pid_t child = vfork();
-  if (child == 0) ChildExec(plan, self);
+  if (child == 0) ChildExec(plan, self, /*in_v2_cgroup=*/false);
   return child;
 }
 

@@ -49,6 +49,7 @@ struct ShepherdPlan {
   int socket_fd = -1;                         ///< the shepherd's end of the socket
   int result_fd = -1;                         ///< write end of the result pipe, or -1 (none)
   const char* v2_join_file = nullptr;         ///< cgroup.procs of the v2 leaf the child joins, or nullptr
+  const char* v2_dir = nullptr;               ///< that leaf's directory (clone3 CLONE_INTO_CGROUP), or nullptr
   const char* join_files[4] = {};             ///< cgroup v1 cgroup.procs files the child writes "0" to
   int n_join_files = 0;
   const char* cgroup_kill = nullptr;          ///< v2 cgroup.kill, or nullptr

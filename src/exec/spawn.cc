@@ -90,7 +90,7 @@ class Runner {
   std::unique_ptr<RunCgroups> cgroups_;
   // Spawn plan storage (kept alive until the fork).
   std::vector<std::string> args_, env_, join_files_;
-  std::string path_, cwd_, kill_file_, procs_file_, v2_join_file_;
+  std::string path_, cwd_, kill_file_, procs_file_, v2_join_file_, v2_dir_;
   std::vector<RlimitSetting> rlimits_;
   std::vector<std::string> writable_;
   LandlockPlan landlock_;
@@ -137,7 +137,10 @@ bool Runner::Prepare() {
   if (!o_.force_subreaper) {
     cgroups_ = std::make_unique<RunCgroups>(o_, &run_->limits, &run_->notes);
     join_files_ = cgroups_->V1JoinFiles();
-    if (cgroups_->containment_v2()) v2_join_file_ = cgroups_->V2Dir() + "/cgroup.procs";
+    if (cgroups_->containment_v2()) {
+      v2_dir_ = cgroups_->V2Dir();
+      v2_join_file_ = v2_dir_ + "/cgroup.procs";
+    }
     kill_file_ = cgroups_->KillFile();
     procs_file_ = cgroups_->ProcsFile();
     if (cgroups_->containment_v2()) run_->containment = ContainmentMethod::kCgroupV2;
@@ -232,6 +235,7 @@ void Runner::Spawn() {
   plan.socket_fd = sock_w.fd;
   plan.result_fd = res_w.fd;
   plan.v2_join_file = v2_join_file_.empty() ? nullptr : v2_join_file_.c_str();
+  plan.v2_dir = v2_dir_.empty() ? nullptr : v2_dir_.c_str();
   for (const auto& f : join_files_) plan.join_files[plan.n_join_files++] = f.c_str();
   plan.cgroup_kill = kill_file_.empty() ? nullptr : kill_file_.c_str();
   plan.cgroup_procs = procs_file_.empty() ? nullptr : procs_file_.c_str();
