@@ -17,9 +17,10 @@ std::optional<std::string> ReadFileBytes(const std::filesystem::path& path) {
     ::close(fd);
     return std::nullopt;
   }
-  // One read into a buffer of the file's size; files whose size says nothing (/proc, pipes) or that grow
-  // while read continue in steps that double the buffer.
-  std::string out(S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<size_t>(st.st_size) : size_t{4096}, '\0');
+  // One read into a buffer of the file's size plus one byte, so the read that sees the end needs no larger
+  // buffer; files whose size says nothing (/proc, pipes) or that grow while read continue in steps that
+  // double the buffer.
+  std::string out(S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<size_t>(st.st_size) + 1 : size_t{4096}, '\0');
   size_t used = 0;
   while (true) {
     if (used == out.size()) out.resize(out.size() * 2);
