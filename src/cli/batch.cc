@@ -208,14 +208,8 @@ int RunBatch(const Task& task, const std::vector<std::string>& files, const Batc
           std::lock_guard<std::mutex> lock(finished_mu);
           if (noisy_first[first_of[i]]) reuse = BatchReuse(*noisy_first[first_of[i]]);
         }
-        RecordedEvaluation run;
-        if (reuse && o.store != nullptr) {
-          run.recorded = RecordRun(*o.store, task, [&](std::stop_token) { return *reuse; }, RecordOptions{}, &run.ev);
-        } else if (reuse) {
-          run.ev = std::move(*reuse);
-        } else {
-          run = EvaluateWithVerdictCache(task, candidate, o.evaluate, o.store, RecordOptions{}, use_cache);
-        }
+        RecordedEvaluation run = EvaluateWithVerdictCache(task, candidate, o.evaluate, o.store, RecordOptions{},
+                                                          use_cache, reuse ? &*reuse : nullptr);
         out.recorded = std::move(run.recorded);
         Fill(out, run.ev);
         if (use_cache && first_of[i] == i && run.ev.cached.is_null() && run.ev.result.status == EvalStatus::kNoisy &&

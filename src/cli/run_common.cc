@@ -14,12 +14,14 @@ std::string StoreUrlOf(const std::string& db) { return db.empty() ? DefaultStore
 
 RecordedEvaluation EvaluateWithVerdictCache(const Task& task, const std::optional<BlockUpdate>& candidate,
                                             const EvaluateOptions& options, Store* store, const RecordOptions& record,
-                                            bool verdict_cache) {
+                                            bool verdict_cache, const Evaluation* known) {
   RecordedEvaluation out;
   std::string cache_key;
   std::optional<Evaluation> cached;
   const std::filesystem::path cache_dir = DefaultCacheDir();
-  if (verdict_cache && options.runner == nullptr && options.harness == nullptr) {
+  if (known != nullptr) {
+    cached = *known;
+  } else if (verdict_cache && options.runner == nullptr && options.harness == nullptr) {
     cache_key = VerdictCacheKey(task, candidate, options);
     cached = LookupVerdict(cache_dir, cache_key, task, candidate);
   }

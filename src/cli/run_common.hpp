@@ -43,10 +43,12 @@ struct RecordedEvaluation {
 /// Evaluates `candidate` on `task` with `options` and records it in `store` (null: not recorded). With
 /// `verdict_cache` (and no farm runner or injected harness in `options`), an identical earlier evaluation is
 /// reused from the verdict cache (kernelfoundry/verdict_cache.hpp; recorded as a new job holding the stored
-/// verdict) and a fresh cacheable verdict is stored. Throws what kf::Evaluate / kf::EvaluateAndRecord throw.
+/// verdict) and a fresh cacheable verdict is stored. `known`, when not null, is an evaluation of this very
+/// candidate to record instead of looking it up or evaluating (a copy in a batch reusing the first's noisy
+/// verdict, cli/batch.hpp). Throws what kf::Evaluate / kf::EvaluateAndRecord throw.
 RecordedEvaluation EvaluateWithVerdictCache(const Task& task, const std::optional<BlockUpdate>& candidate,
                                             const EvaluateOptions& options, Store* store, const RecordOptions& record,
-                                            bool verdict_cache);
+                                            bool verdict_cache, const Evaluation* known = nullptr);
 
 /// Opens the store (before anything runs, so a bad --db fails fast), evaluates `task`, records it, reports
 /// the context, phases and verdict to `reporter`, and returns the exit code: kExitOk when the candidate is
