@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 namespace kf {
 
@@ -36,6 +37,13 @@ std::optional<std::string> ReadFileBytes(const std::filesystem::path& path) {
   ::close(fd);
   out.resize(used);
   return out;
+}
+
+std::string FileStamp(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  return std::to_string(static_cast<int64_t>(st.st_size)) + " " +
+         std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
 }
 
 }  // namespace kf

@@ -12,4 +12,8 @@ namespace kf {
 /// or a read fails (missing, unreadable, a directory). Never throws for I/O; callers that must fail say why.
 std::optional<std::string> ReadFileBytes(const std::filesystem::path& path);
 
+/// "<size> <mtime in ns>" of the regular file at `path` (symlinks followed), or "" when it is not one: a cheap
+/// identity for cache keys that must change when the file is replaced or rewritten (no byte is read).
+std::string FileStamp(const std::filesystem::path& path);
+
 }  // namespace kf

@@ -63,10 +63,9 @@ std::string TreeDigest(const fs::path& dir) {
   internal::Sha256 h;
   for (const auto& f : files) {
     const std::string name = f.lexically_relative(dir).generic_string();
-    struct stat st {};
-    if (::stat(f.c_str(), &st) == 0 && static_cast<uintmax_t>(st.st_size) >= kStampedFileBytes) {
-      Add(h, "stamp:" + name,
-          fmt::format("{} {}", st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec));
+    std::error_code size_ec;
+    if (fs::file_size(f, size_ec) >= kStampedFileBytes && !size_ec) {
+      Add(h, "stamp:" + name, FileStamp(f));
     } else {
       Add(h, name, ReadAll(f));
     }
@@ -118,9 +117,8 @@ std::string ToolStat(const std::string& name) {
   std::error_code ec;
   fs::path real = fs::canonical(path, ec);
   if (ec) return path;
-  struct stat st {};
-  if (::stat(real.c_str(), &st) != 0) return real.string();
-  return fmt::format("{} {} {}", real.string(), st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+  const std::string stamp = FileStamp(real);
+  return stamp.empty() ? real.string() : real.string() + " " + stamp;
 }
 
 // `$CXX --version` (first word of CXX as the program), memoised per CXX value.

@@ -4,7 +4,6 @@
 // package metadata), the latter only for harnesses that run Python.
 #include "kernelfoundry/worker_info.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -220,11 +219,10 @@ std::string CachedToolVersion(const std::string& tool) {
   if (exe.empty()) return "";
   std::error_code ec;
   const fs::path real = fs::canonical(exe, ec);
-  struct stat st {};
+  const std::string file_stamp = ec ? "" : FileStamp(real);
   const CacheDirChoice cache = ResolveCacheDir();
-  if (ec || ::stat(real.c_str(), &st) != 0 || !cache.usable()) return ParseToolVersion(Probe({exe, "--version"}));
-  const std::string stamp =
-      fmt::format("{} {} {}", real.string(), st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+  if (file_stamp.empty() || !cache.usable()) return ParseToolVersion(Probe({exe, "--version"}));
+  const std::string stamp = real.string() + " " + file_stamp;
   const fs::path file = cache.path / "tool_versions.json";
   auto load = [&file] {
     try {
@@ -241,10 +239,16 @@ std::string CachedToolVersion(const std::string& tool) {
   known[stamp] = version;
   static std::atomic<int> sequence{0};  // the probes run on parallel threads of one process
   const fs::path tmp = file.string() + fmt::format(".tmp{}.{}", ::getpid(), sequence++);
+  bool written = false;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << known.dump(1);
-    if (!out) return version;
+    out.flush();
+    written = static_cast<bool>(out);
+  }
+  if (!written) {  // disk full, read-only cache: leave nothing behind
+    fs::remove(tmp, ec);
+    return version;
   }
   fs::rename(tmp, file, ec);
   if (ec) fs::remove(tmp, ec);

@@ -64,14 +64,6 @@ Json BuildIdentity() {
               {"mtime_ns", static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec}};
 }
 
-// "<size> <mtime ns>" of a regular file, "" when it is not one.
-std::string FileStamp(const std::filesystem::path& file) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
-  return fmt::format("{} {}", static_cast<int64_t>(st.st_size),
-                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
-}
-
 // The relative path, size and modification time of every regular file under `dir` (recursively; __pycache__
 // skipped), hashed: a changed, added or removed file changes it. Cheap (no file is read).
 std::string TreeStamp(const std::filesystem::path& dir) {
