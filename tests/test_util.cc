@@ -21,6 +21,12 @@ std::filesystem::path SharedDir() {
 std::filesystem::path SourceDir() { return KF_SOURCE_DIR; }
 std::filesystem::path BinaryDir() { return KF_BINARY_DIR; }
 
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 std::string ReadFile(const std::filesystem::path& p) {
   std::optional<std::string> bytes = ReadFileBytes(p);
   if (!bytes) throw std::runtime_error("cannot read " + p.string());

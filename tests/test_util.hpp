@@ -32,6 +32,8 @@ std::filesystem::path SharedDir();
 std::filesystem::path SourceDir();
 /// The build directory (holds bin kf).
 std::filesystem::path BinaryDir();
+/// `s` in POSIX shell single quotes (an embedded ' becomes '\'').
+std::string ShellQuote(const std::string& s);
 /// Reads a whole file; throws on failure.
 std::string ReadFile(const std::filesystem::path& p);
 void WriteFile(const std::filesystem::path& p, const std::string& bytes);

@@ -82,6 +82,10 @@ struct TaskMessage {
   ContentType content_type = ContentType::kMsgpack;
 };
 
+/// The last dotted part of a Celery task name ("kernelfoundry.eval_pipeline.tasks.build_custom_task" →
+/// "build_custom_task"), as logs and `kf workers` show it; a name without a dot is returned as it is.
+std::string TaskShortName(std::string_view task);
+
 /// Decodes a delivered task message. Throws kf::Error(kParse) naming the problem in words a client can
 /// act on, with field = the header or body part ("headers.task", "body", "body[0]", "timelimit"): missing
 /// `task`/`id` headers (protocol v1 messages have none), a body that is not a 3-array [args, kwargs,

@@ -28,6 +28,9 @@
 
 namespace kf {
 
+/// A duration in seconds, as a double (the unit of every *_s value of the timing loops).
+inline double ToSeconds(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) * 1e-9; }
+
 /// How an external profiler wraps the process being timed (spec §4.6 steps 1, 4, 6).
 enum class ProfilerMode {
   kNone,      ///< no profiler: full warm-up and trial counts

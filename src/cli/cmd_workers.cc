@@ -14,6 +14,7 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
+#include "core/clock.hpp"
 #include "kernelfoundry/farm.hpp"
 
 namespace kf::cli {
@@ -24,11 +25,6 @@ struct WorkersOptions {
   double timeout_s = 1.0;
   bool json = false;
 };
-
-std::string ShortName(const std::string& task) {
-  size_t dot = task.rfind('.');
-  return dot == std::string::npos ? task : task.substr(dot + 1);
-}
 
 int RunWorkers(const WorkersOptions& o) {
   const BrokerUrl url = ParseBrokerUrl(o.broker.empty() ? DefaultBrokerUrl() : o.broker);
@@ -43,10 +39,7 @@ int RunWorkers(const WorkersOptions& o) {
     std::printf("%s\n", DumpJson(out, 2).c_str());
     return workers.empty() ? kExitVerdictFailed : kExitOk;
   }
-  const double now = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             std::chrono::system_clock::now().time_since_epoch())
-                                             .count()) /
-                     1000;
+  const double now = UnixTimeNow();
   if (workers.empty()) std::printf("no worker answered on %s within %.1f s\n", url.Redacted().c_str(), o.timeout_s);
   for (const LiveWorker& w : workers) {
     std::string queues;
@@ -57,7 +50,7 @@ int RunWorkers(const WorkersOptions& o) {
     } else {
       for (const Json& job : w.active) {
         const double start = job.value("time_start", 0.0);
-        std::printf("  running: %s %s (%s)\n", ShortName(job.value("name", std::string("?"))).c_str(),
+        std::printf("  running: %s %s (%s)\n", celery::TaskShortName(job.value("name", std::string("?"))).c_str(),
                     job.value("id", std::string("?")).c_str(),
                     start > 0 ? fmt::format("{:.0f} s", now - start).c_str() : "?");
       }
@@ -65,7 +58,7 @@ int RunWorkers(const WorkersOptions& o) {
     if (w.stats.is_object() && w.stats.contains("total") && w.stats["total"].is_object()) {
       std::string totals;
       for (auto it = w.stats["total"].begin(); it != w.stats["total"].end(); ++it) {
-        totals += fmt::format("{}{} {}", totals.empty() ? "" : ", ", ShortName(it.key()), DumpJson(it.value()));
+        totals += fmt::format("{}{} {}", totals.empty() ? "" : ", ", celery::TaskShortName(it.key()), DumpJson(it.value()));
       }
       std::printf("  done:    %s\n", totals.empty() ? "-" : totals.c_str());
     }

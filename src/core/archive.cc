@@ -23,6 +23,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/clock.hpp"
 #include "kernelfoundry/error.hpp"
 
 namespace kf {
@@ -335,7 +336,7 @@ std::string MemoryFileMap::ToArchive(ArchiveFormat format) const {
   const uint64_t tar_bytes = TotalBytes() + 1024 * (order_.size() + 1) + 10240;
   out.reserve(static_cast<size_t>(format == ArchiveFormat::kTar ? tar_bytes : tar_bytes / 3 + 65536));
   CheckWrite(a.get(), archive_write_open(a.get(), &out, nullptr, AppendToString, nullptr), "open");
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = UnixTimeNow();
   std::unique_ptr<archive_entry, void (*)(archive_entry*)> entry(archive_entry_new(), archive_entry_free);
   for (const std::string& key : order_) {
     const std::string clean = NormalizeMemberPath(key, "<file map>");

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "kernelfoundry/base64.hpp"
 #include "kernelfoundry/blocks.hpp"
 #include "kernelfoundry/error.hpp"
@@ -137,7 +138,7 @@ struct FileMapAccess {
     parsed.reserve(data.size());
     data.for_each_member([&](std::string_view key, const V& value) {
       if (value.is_string()) {  // legacy {path: base64}
-        parsed.push_back({std::string(key), value.get_string(), FileMeta{kDefaultMode, NowSeconds()}, true, {}});
+        parsed.push_back({std::string(key), value.get_string(), FileMeta{kDefaultMode, UnixTimeNow()}, true, {}});
         return;
       }
       const std::string path(key);
@@ -183,12 +184,6 @@ struct FileMapAccess {
 
   /// The keys in insertion order, without a copy.
   static const std::vector<std::string>& Order(const MemoryFileMap& map) { return map.order_; }
-
-  /// Seconds since the epoch, with sub-second precision (Python time.time()).
-  static double NowSeconds() {
-    using namespace std::chrono;
-    return duration<double>(system_clock::now().time_since_epoch()).count();
-  }
 };
 
 template <class V>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/clock.hpp"
 #include "core/codec_impl.hpp"
 #include "core/json_view.hpp"
 #include "kernelfoundry/base64.hpp"
@@ -14,12 +15,6 @@ namespace kf {
 namespace {
 
 constexpr uint32_t kDefaultMode = 0644;
-
-/// Seconds since the epoch, with sub-second precision (Python time.time()).
-double NowSeconds() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
 
 /// Splits on '/', dropping empty and "." components.
 std::vector<std::string_view> Components(std::string_view path) {
@@ -91,7 +86,7 @@ void MemoryFileMap::Set(const std::string& path, std::string bytes) {
   FileMeta meta;
   auto it = meta_.find(path);
   meta.mode = (it != meta_.end() && it->second.mode) ? *it->second.mode : kDefaultMode;
-  meta.mtime = NowSeconds();
+  meta.mtime = UnixTimeNow();
   Set(path, std::move(bytes), meta);
 }
 

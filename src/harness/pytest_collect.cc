@@ -9,6 +9,7 @@
 
 #include "core/files.hpp"
 #include "core/sha256.hpp"
+#include "core/strings.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/process.hpp"
@@ -24,22 +25,19 @@ std::filesystem::path PythonDir(const PytestCollectOptions& options) {
   return options.python_dir.empty() ? TaskPythonDir().path : options.python_dir;
 }
 
-std::string Trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
-  return b == std::string_view::npos ? std::string() : std::string(s.substr(b, e - b + 1));
-}
-
 // One line of a collector error: its first line plus pytest's "E   ..." lines, else its last line.
 std::string Summarise(const std::string& text) {
   std::vector<std::string> e_lines;
   std::string first, last;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
-    std::string t = Trim(line);
+    std::string t(Trim(line));
     if (t.empty()) continue;
     if (first.empty()) first = t;
     last = t;
-    if (t.size() > 1 && t[0] == 'E' && (t[1] == ' ' || t[1] == '\t')) e_lines.push_back(Trim(t.substr(1)));
+    if (t.size() > 1 && t[0] == 'E' && (t[1] == ' ' || t[1] == '\t')) {
+      e_lines.emplace_back(Trim(std::string_view(t).substr(1)));
+    }
   }
   if (e_lines.empty()) return first == last || first.empty() ? last : first + ": " + last;
   std::string out;

@@ -26,7 +26,6 @@ int64_t TruncCount(double x) {
   return static_cast<int64_t>(x);
 }
 
-double Seconds(nanoseconds d) { return static_cast<double>(d.count()) * 1e-9; }
 
 void Call(const std::function<void()>& fn) {
   if (fn) fn();
@@ -140,7 +139,7 @@ MeasureResult MeasureRuntime(const std::function<void()>& target, const std::fun
     const nanoseconds start = now();
     target();
     Call(sync);
-    m = std::min(m, Seconds(now() - start));
+    m = std::min(m, ToSeconds(now() - start));
   }
   m = std::max(m, kMinDurationS);
   plan.min_test_trial_s = m;
@@ -156,7 +155,7 @@ MeasureResult MeasureRuntime(const std::function<void()>& target, const std::fun
     const nanoseconds start = now();
     for (int64_t i = 0; i < plan.warmup_iters; ++i) target();
     Call(sync);
-    plan.warmup_time_s = Seconds(now() - start);
+    plan.warmup_time_s = ToSeconds(now() - start);
   }
   // Same operation order as the reference: perf_trials_min_time / warmup_time * warmup / inner.
   const double warmup_time = std::max(plan.warmup_time_s, kMinDurationS);
@@ -181,7 +180,7 @@ MeasureResult MeasureRuntime(const std::function<void()>& target, const std::fun
     for (int64_t i = 0; i < plan.inner_iters; ++i) target();
     Call(sync);
     const nanoseconds stop = now();
-    result.trial_ms.push_back(Seconds(stop - start) / static_cast<double>(plan.inner_iters) * 1000.0);
+    result.trial_ms.push_back(ToSeconds(stop - start) / static_cast<double>(plan.inner_iters) * 1000.0);
   }
   phase.Finish();
   return result;

@@ -19,7 +19,6 @@
 namespace kf {
 namespace {
 
-double Seconds(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) * 1e-9; }
 
 double ClockSeconds(clockid_t id) {
   timespec ts{};
@@ -314,7 +313,7 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
   PairedResult out;
   const std::chrono::nanoseconds t_start = now();
   const double raw_start = RawMonotonicSeconds();
-  auto elapsed = [&] { return Seconds(now() - t_start); };
+  auto elapsed = [&] { return ToSeconds(now() - t_start); };
   int64_t round = 0;
 
   // One side's sample: prepare, the timed window of n calls, the quiet wait. Adds the window's seconds to
@@ -325,7 +324,7 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
     const std::chrono::nanoseconds t0 = now();
     for (int64_t i = 0; i < n; ++i) side.call();
     if (side.sync) side.sync();
-    const double s = std::max(Seconds(now() - t0), 1e-9);
+    const double s = std::max(ToSeconds(now() - t0), 1e-9);
     const double after = side.settle ? side.settle() : Quiesce(options.quiesce_max_s);
     if (window_s) *window_s += s;
     if (after_cpu_s) *after_cpu_s += after;

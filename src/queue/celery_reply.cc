@@ -1,6 +1,7 @@
 // rpc:// results, Celery's queue topology and remote control over the pidbox (celery-interop.md §1.2, §2.2,
 // §2.3, §4.1).
 #include "kernelfoundry/celery.hpp"
+#include "core/clock.hpp"
 #include "kernelfoundry/error.hpp"
 
 namespace kf::celery {
@@ -180,10 +181,7 @@ Message EncodeControlRequest(const std::string& method, const Json& arguments, c
   m.properties.content_encoding = std::string(ContentEncodingName(ContentType::kMsgpack));
   m.properties.delivery_mode = 2;
   m.properties.priority = 0;
-  const double now = static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                             std::chrono::system_clock::now().time_since_epoch())
-                                             .count()) /
-                     1e6;
+  const double now = UnixTimeNow();
   m.properties.headers = Json{{"clock", clock}, {"expires", timeout_s > 0 ? now + timeout_s : 0.0}};
   m.body = SerializeBody(body, ContentType::kMsgpack);
   return m;

@@ -104,6 +104,11 @@ std::string BuildQueueName(std::string_view language) {
 
 std::string TestQueueName(std::string_view gpu_arch) { return "test_custom_task_" + std::string(gpu_arch); }
 
+std::string TaskShortName(std::string_view task) {
+  const size_t dot = task.rfind('.');
+  return std::string(dot == std::string_view::npos ? task : task.substr(dot + 1));
+}
+
 TaskMessage DecodeTaskMessage(const Message& message) {
   const MessageProperties& p = message.properties;
   TaskMessage m;

@@ -13,7 +13,9 @@
 
 namespace kf {
 
-namespace {
+// The broker's state types, named (not anonymous) because MemoryBroker::State, which has external linkage, holds
+// them.
+namespace memory_broker_internal {
 
 struct StoredMessage {
   Message message;
@@ -54,7 +56,9 @@ struct ConnState {
   uint64_t next_tag = 1;
 };
 
-}  // namespace
+}  // namespace memory_broker_internal
+
+using namespace memory_broker_internal;  // NOLINT(google-build-using-namespace): this file's own types
 
 struct MemoryBroker::State {
   mutable std::mutex mu;

@@ -32,7 +32,7 @@ bool IsKfTable(const Table& t) {
   return std::any_of(KfTables().begin(), KfTables().end(), [&](const Table& k) { return &k == &t; });
 }
 
-std::string CreateTableSql(const Table& table) {
+std::string PgCreateTableSql(const Table& table) {
   std::string sql = fmt::format("CREATE TABLE IF NOT EXISTS {} (\n", QuoteIdent(table.name));
   std::string pk;
   for (const auto& c : table.columns) {
@@ -135,7 +135,7 @@ void CreateSchema(PgConnection& conn) {
   conn.Exec(fmt::format("SELECT pg_advisory_xact_lock({})", kSchemaLockKey));
   existing = ExistingColumns(conn);  // another writer may have created them while we waited for the lock
   bool had_status = existing.count("kf_kernel_status") != 0;
-  for (const Table* t : all) conn.Exec(CreateTableSql(*t));
+  for (const Table* t : all) conn.Exec(PgCreateTableSql(*t));
   // An index over a column that a stale table lacks would fail here; CheckSchema names the column instead.
   existing = ExistingColumns(conn);
   bool complete = std::all_of(all.begin(), all.end(), [&](const Table* t) {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/clock.hpp"
 #include "kernelfoundry/device_slots.hpp"
 #include "kernelfoundry/error.hpp"
 #include "worker/job_runner.hpp"
@@ -21,18 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 constexpr const char* kDeliveriesHeader = "kf_deliveries";
-
-double EpochNow() {
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count()) /
-         1e6;
-}
-
-std::string ShortName(const std::string& task) {
-  size_t dot = task.rfind('.');
-  return dot == std::string::npos ? task : task.substr(dot + 1);
-}
 
 int PriorDeliveries(const Message& m) {
   const Json& h = m.properties.headers;
@@ -191,7 +180,7 @@ class Slot {
             "the result of {} bytes exceeds the broker's message size limit of {} bytes (RabbitMQ max_message_size); "
             "the task's outputs or artifacts are too large",
             reply.body.size(), b.max_message_bytes());
-        w_.Log(fmt::format("slot {}: {} {}: {}", index_, ShortName(m.task), m.id, text));
+        w_.Log(fmt::format("slot {}: {} {}: {}", index_, celery::TaskShortName(m.task), m.id, text));
         rec.status = std::string(celery::kFailure);
         rec.result = celery::ExceptionInfo("RuntimeError", text);
         r.status = rec.status;
@@ -208,7 +197,7 @@ class Slot {
       ++w_.totals[m.task];
     }
     Record(rec);
-    w_.Log(fmt::format("slot {}: {} {} (delivery {}) {} in {:.2f} s", index_, ShortName(m.task), m.id, rec.delivery,
+    w_.Log(fmt::format("slot {}: {} {} (delivery {}) {} in {:.2f} s", index_, celery::TaskShortName(m.task), m.id, rec.delivery,
                        rec.status, rec.seconds));
   }
 
@@ -224,7 +213,7 @@ class Slot {
     rec.node = w_.node;
     rec.queue = d.queue;
     rec.delivery = delivery;
-    rec.started_epoch = EpochNow();
+    rec.started_epoch = UnixTimeNow();
     return rec;
   }
 
@@ -261,7 +250,7 @@ class Slot {
         return;
       }
       w_.Log(fmt::format("slot {}: {} {} was redelivered (worker lost {} time(s)); requeued as delivery {}", index_,
-                         ShortName(m.task), m.id, prior, prior + 1));
+                         celery::TaskShortName(m.task), m.id, prior, prior + 1));
       PutBack(b, d, prior);
       return;
     }
@@ -307,7 +296,7 @@ class Slot {
         BadMessage(b, d, e);
         return;
       }
-      if (EpochNow() > expires) {
+      if (UnixTimeNow() > expires) {
         rec.status = std::string(celery::kRevoked);
         rec.result = celery::ExceptionInfo("TaskRevokedError", "expired", "celery.exceptions");
         Finish(b, d, m, rec, true);
@@ -322,7 +311,7 @@ class Slot {
         BadMessage(b, d, e);
         return;
       }
-      while (EpochNow() < eta) {
+      while (UnixTimeNow() < eta) {
         if (w_.stopping) {
           PutBack(b, d, prior);
           return;
@@ -358,7 +347,7 @@ class Slot {
         w.active.erase(index);
       }
     } clear{w_, index_};
-    w_.Log(fmt::format("slot {}: {} {} from {} (delivery {}) started", index_, ShortName(m.task), m.id, d.queue,
+    w_.Log(fmt::format("slot {}: {} {} from {} (delivery {}) started", index_, celery::TaskShortName(m.task), m.id, d.queue,
                        rec.delivery));
     bool connected = true;
     std::string lost_reason;
@@ -383,7 +372,7 @@ class Slot {
       canceled_at = Clock::now();
       runner_->RequestStop();
       ++w_.stats.canceled;
-      w_.Log(fmt::format("slot {}: {} {}: {}; asked the job to stop", index_, ShortName(m.task), m.id, why));
+      w_.Log(fmt::format("slot {}: {} {}: {}; asked the job to stop", index_, celery::TaskShortName(m.task), m.id, why));
     };
     while (!answer) {
       answer = runner_->Wait(milliseconds(200));
@@ -418,13 +407,13 @@ class Slot {
                "revoked with terminate");
       } else if (canceled && Clock::now() - canceled_at > w_.o.cancel_grace) {
         runner_->Kill();
-        w_.Log(fmt::format("slot {}: {} {} did not stop within {:.1f} s; killed", index_, ShortName(m.task), m.id,
+        w_.Log(fmt::format("slot {}: {} {} did not stop within {:.1f} s; killed", index_, celery::TaskShortName(m.task), m.id,
                            std::chrono::duration<double>(w_.o.cancel_grace).count()));
         answer = Json{{"canceled", true}};
       } else if (w_.stopping &&
                  (w_.immediate || Clock::now() - w_.stop_requested_at > w_.o.stop_grace)) {
         runner_->Kill();
-        w_.Log(fmt::format("slot {}: stopping: {} {} killed and put back", index_, ShortName(m.task), m.id));
+        w_.Log(fmt::format("slot {}: stopping: {} {} killed and put back", index_, celery::TaskShortName(m.task), m.id));
         if (connected) PutBack(b, d, prior);
         return;  // not connected: RabbitMQ has requeued it already
       }

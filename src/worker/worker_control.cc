@@ -7,19 +7,13 @@
 
 #include <fmt/format.h>
 
+#include "core/clock.hpp"
 #include "kernelfoundry/error.hpp"
 #include "worker/worker_impl.hpp"
 
 namespace kf {
 
 namespace {
-
-double EpochNow() {
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count()) /
-         1e6;
-}
 
 // Celery's task_id argument: one id or a list of them.
 std::vector<std::string> TaskIds(const Json& arguments) {
@@ -188,7 +182,7 @@ void Worker::Impl::ServeControl() {
           while (theirs > ours && !clock.compare_exchange_weak(ours, theirs)) {
           }
         }
-        if (!celery::ControlRequestIsFor(request, node, EpochNow())) continue;
+        if (!celery::ControlRequestIsFor(request, node, UnixTimeNow())) continue;
         Json answer = ControlAnswer(request);
         if (request.reply_exchange.empty() || request.reply_routing_key.empty()) continue;
         b->Publish(celery::EncodeControlReply(request, node, answer, ++clock));

@@ -11,11 +11,6 @@ namespace kf {
 
 namespace {
 
-std::string ShortName(const std::string& task) {
-  size_t dot = task.rfind('.');
-  return dot == std::string::npos ? task : task.substr(dot + 1);
-}
-
 std::optional<std::string> HostOf(const Json& worker_info) {
   if (worker_info.is_object() && worker_info.contains("hostname") && worker_info["hostname"].is_string()) {
     return worker_info["hostname"].get<std::string>();
@@ -130,7 +125,7 @@ std::string RecordJob(Store& store, const JobRecord& rec) {
       verdict = rec.result.value("exc_type", "") + ": " +
                 (m.is_array() && !m.empty() && m[0].is_string() ? m[0].get<std::string>() : DumpJson(m));
     }
-    summary.message = fmt::format("celery {} {} on {} from {} (delivery {}): {} in {:.2f} s{}", ShortName(rec.message.task),
+    summary.message = fmt::format("celery {} {} on {} from {} (delivery {}): {} in {:.2f} s{}", celery::TaskShortName(rec.message.task),
                                   rec.message.id, rec.node, rec.queue, rec.delivery, rec.status, rec.seconds,
                                   verdict.empty() ? "" : " - " + verdict);
     summary.extra = Json{{"celery_task_id", rec.message.id},

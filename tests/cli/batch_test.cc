@@ -22,12 +22,6 @@ using testing::SourceDir;
 using testing::TempDir;
 using testing::WriteFile;
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 struct Ran {
   int rc;
   std::string out, err;
@@ -35,9 +29,9 @@ struct Ran {
 
 Ran Kf(const fs::path& tmp, const std::string& args) {
   const fs::path out = tmp / "out", err = tmp / "err";
-  auto [rc, ignored] = testing::RunShell("{ KF_CACHE_DIR=" + Quote((tmp / "cache").string()) + " " +
-                                         Quote((BinaryDir() / "kf").string()) + " " + args + " >" +
-                                         Quote(out.string()) + " 2>" + Quote(err.string()) + "; }");
+  auto [rc, ignored] = testing::RunShell("{ KF_CACHE_DIR=" + testing::ShellQuote((tmp / "cache").string()) + " " +
+                                         testing::ShellQuote((BinaryDir() / "kf").string()) + " " + args + " >" +
+                                         testing::ShellQuote(out.string()) + " 2>" + testing::ShellQuote(err.string()) + "; }");
   return {rc, ReadFile(out), ReadFile(err)};
 }
 
@@ -50,8 +44,8 @@ TEST(BatchRun, EveryCandidateGetsItsVerdictAndJobSortedBySpeedup) {
   fs::copy_file(examples / "candidates" / "omp_reduction" / "wrong.cpp", cands / "b_wrong.cpp");
   WriteFile(cands / "c_broken.cpp", "double kf_sum_squares(const float* x, std::size_t n) { return x[0] + ; }\n");
   const fs::path db = tmp.path() / "batch.sqlite3";
-  Ran r = Kf(tmp.path(), "run " + Quote((examples / "tasks" / "omp_reduction").string()) + " --candidates " +
-                             Quote(cands.string()) + " -j 2 --db " + Quote(db.string()) + " --json -");
+  Ran r = Kf(tmp.path(), "run " + testing::ShellQuote((examples / "tasks" / "omp_reduction").string()) + " --candidates " +
+                             testing::ShellQuote(cands.string()) + " -j 2 --db " + testing::ShellQuote(db.string()) + " --json -");
   ASSERT_EQ(r.rc, 0) << r.err;  // every candidate got a verdict (two of them negative)
   Json doc = ParseJson(r.out, "stdout");
   ASSERT_TRUE(doc.is_array() && doc.size() == 3) << r.out;
@@ -73,7 +67,7 @@ TEST(BatchRun, EveryCandidateGetsItsVerdictAndJobSortedBySpeedup) {
   EXPECT_LT(r.err.find("a_fast.cpp", table), r.err.find("b_wrong.cpp", table)) << r.err;
   EXPECT_NE(r.err.find("3 of 3 candidates evaluated, stored in"), std::string::npos) << r.err;
 
-  Ran results = Kf(tmp.path(), "results --db " + Quote(db.string()) + " --json");
+  Ran results = Kf(tmp.path(), "results --db " + testing::ShellQuote(db.string()) + " --json");
   ASSERT_EQ(results.rc, 0) << results.err;
   EXPECT_EQ(ParseJson(results.out, "stdout").size(), 3u) << results.out;
 }
@@ -92,8 +86,8 @@ TEST(BatchRun, CopiesOfACandidateRunOnceAndVerdictsAreReused) {
     WriteFile(cands / name, "double kf_sum_squares(const float* x, std::size_t n) { return x[0] + ; }\n");
   }
   const fs::path db = tmp.path() / "batch.sqlite3";
-  const std::string args = "run " + Quote((examples / "tasks" / "omp_reduction").string()) + " --candidates " +
-                           Quote(cands.string()) + " -j 2 --db " + Quote(db.string()) + " --json -";
+  const std::string args = "run " + testing::ShellQuote((examples / "tasks" / "omp_reduction").string()) + " --candidates " +
+                           testing::ShellQuote(cands.string()) + " -j 2 --db " + testing::ShellQuote(db.string()) + " --json -";
   auto cached_flags = [](const Json& doc) {
     std::vector<bool> v;
     for (const Json& e : doc) v.push_back(e["cached"].get<bool>());
@@ -139,8 +133,8 @@ TEST(BatchRun, CopiesReuseANoisyVerdictWithinTheBatchOnly) {
     fs::copy_file(examples / "candidates" / "omp_reduction" / "fast.cpp", cands / name);
   }
   const fs::path db = tmp.path() / "batch.sqlite3";
-  const std::string args = "run " + Quote(task.string()) + " --candidates " + Quote(cands.string()) +
-                           " -j 2 --db " + Quote(db.string()) + " --json -";
+  const std::string args = "run " + testing::ShellQuote(task.string()) + " --candidates " + testing::ShellQuote(cands.string()) +
+                           " -j 2 --db " + testing::ShellQuote(db.string()) + " --json -";
   Ran first = Kf(tmp.path(), args);
   ASSERT_EQ(first.rc, 0) << first.err;
   Json doc = ParseJson(first.out, "stdout");
@@ -153,7 +147,7 @@ TEST(BatchRun, CopiesReuseANoisyVerdictWithinTheBatchOnly) {
   EXPECT_EQ(doc[1]["speedup_ci"], doc[0]["speedup_ci"]);
   EXPECT_NE(doc[1]["job_id"], doc[0]["job_id"]) << "the copy is recorded as a job of its own";
   // The stored copy points at the first's job.
-  Ran results = Kf(tmp.path(), "results --db " + Quote(db.string()) + " --json --all-columns");
+  Ran results = Kf(tmp.path(), "results --db " + testing::ShellQuote(db.string()) + " --json --all-columns");
   ASSERT_EQ(results.rc, 0) << results.err;
   EXPECT_NE(results.out.find("cached: verdict of job " + std::to_string(doc[0]["job_id"].get<int64_t>()) + " from "),
             std::string::npos)
@@ -172,8 +166,8 @@ TEST(BatchRun, CopiesReuseANoisyVerdictWithinTheBatchOnly) {
 TEST(BatchRun, AMissingCandidatePathRunsNothing) {
   TempDir tmp;
   const fs::path db = tmp.path() / "batch.sqlite3";
-  Ran r = Kf(tmp.path(), "run " + Quote((SourceDir() / "examples" / "tasks" / "omp_reduction").string()) +
-                             " --candidates " + Quote((tmp.path() / "nope").string()) + " --db " + Quote(db.string()));
+  Ran r = Kf(tmp.path(), "run " + testing::ShellQuote((SourceDir() / "examples" / "tasks" / "omp_reduction").string()) +
+                             " --candidates " + testing::ShellQuote((tmp.path() / "nope").string()) + " --db " + testing::ShellQuote(db.string()));
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("--candidates"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("no such candidate file or directory"), std::string::npos) << r.err;

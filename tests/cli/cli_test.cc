@@ -27,12 +27,6 @@ struct RunResult {
   std::string err;
 };
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 const fs::path& CacheDir() {
   static TempDir dir;
   return dir.path();
@@ -45,13 +39,13 @@ RunResult Kf(const std::string& args) {
   const fs::path out = io.path() / ("out" + std::to_string(n));
   const fs::path err = io.path() / ("err" + std::to_string(n++));
   // In a group: RunShell appends its own "2>&1", which must not override ours.
-  auto [rc, ignored] = testing::RunShell("{ KF_CACHE_DIR=" + Quote(CacheDir().string()) + " " +
-                                         Quote((BinaryDir() / "kf").string()) + " " + args + " >" +
-                                         Quote(out.string()) + " 2>" + Quote(err.string()) + "; }");
+  auto [rc, ignored] = testing::RunShell("{ KF_CACHE_DIR=" + testing::ShellQuote(CacheDir().string()) + " " +
+                                         testing::ShellQuote((BinaryDir() / "kf").string()) + " " + args + " >" +
+                                         testing::ShellQuote(out.string()) + " 2>" + testing::ShellQuote(err.string()) + "; }");
   return {rc, ReadFile(out), ReadFile(err)};
 }
 
-std::string Fixture(const std::string& name) { return Quote((SharedDir() / "fixtures/tasks" / name).string()); }
+std::string Fixture(const std::string& name) { return testing::ShellQuote((SharedDir() / "fixtures/tasks" / name).string()); }
 
 // A writable copy of a fixture with the golden modes (0644, build.sh 0755).
 fs::path CopyFixture(const std::string& name, const fs::path& dest) {
@@ -76,7 +70,7 @@ TEST(CliTask, HashMatchesGolden) {
   RunResult r = Kf("hash " + Fixture("relu_cpu"));
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, Golden("relu_cpu")["to_database_task"]["id"].get<std::string>() + "\n");
-  r = Kf("hash " + Quote((SharedDir() / "fixtures/archives/relu_cpu.zip").string()));
+  r = Kf("hash " + testing::ShellQuote((SharedDir() / "fixtures/archives/relu_cpu.zip").string()));
   EXPECT_EQ(r.out, Golden("relu_cpu")["to_database_task"]["id"].get<std::string>() + "\n");
 }
 
@@ -84,7 +78,7 @@ TEST(CliTask, EncodeMatchesGoldenAndDecodeRestoresTheFiles) {
   TempDir tmp;
   const fs::path pkg = CopyFixture("multi_block", tmp.path());
   const fs::path json = tmp.path() / "task.json";
-  RunResult r = Kf("encode " + Quote(pkg.string()) + " -o " + Quote(json.string()));
+  RunResult r = Kf("encode " + testing::ShellQuote(pkg.string()) + " -o " + testing::ShellQuote(json.string()));
   ASSERT_EQ(r.rc, 0) << r.err;
   Json ours = Json::parse(ReadFile(json));
   Json golden = Golden("multi_block")["encode"];
@@ -98,7 +92,7 @@ TEST(CliTask, EncodeMatchesGoldenAndDecodeRestoresTheFiles) {
 
   // decode into a directory: same bytes and modes as the package (overrides.yml was taken out)
   const fs::path dir = tmp.path() / "decoded";
-  r = Kf("decode " + Quote(json.string()) + " -o " + Quote(dir.string()));
+  r = Kf("decode " + testing::ShellQuote(json.string()) + " -o " + testing::ShellQuote(dir.string()));
   ASSERT_EQ(r.rc, 0) << r.err;
   for (const char* f : {"task.py", "conftest.py", "kernel_a.py", "sub/kernel_b.py", "config.yaml"}) {
     EXPECT_EQ(ReadFile(dir / f), ReadFile(pkg / f)) << f;
@@ -106,13 +100,13 @@ TEST(CliTask, EncodeMatchesGoldenAndDecodeRestoresTheFiles) {
   }
   EXPECT_FALSE(fs::exists(dir / "overrides.yml"));
   // an existing non-empty directory needs --force
-  ExpectOneLineError(Kf("decode " + Quote(json.string()) + " -o " + Quote(dir.string())), 3, "--force");
-  EXPECT_EQ(Kf("decode " + Quote(json.string()) + " -o " + Quote(dir.string()) + " --force").rc, 0);
+  ExpectOneLineError(Kf("decode " + testing::ShellQuote(json.string()) + " -o " + testing::ShellQuote(dir.string())), 3, "--force");
+  EXPECT_EQ(Kf("decode " + testing::ShellQuote(json.string()) + " -o " + testing::ShellQuote(dir.string()) + " --force").rc, 0);
   // archives: their hash is the task's
   for (const char* name : {"t.zip", "t.tar.gz", "t.tar"}) {
     const fs::path archive = tmp.path() / name;
-    ASSERT_EQ(Kf("decode " + Quote(json.string()) + " -o " + Quote(archive.string())).rc, 0) << name;
-    EXPECT_EQ(Kf("hash " + Quote(archive.string())).out,
+    ASSERT_EQ(Kf("decode " + testing::ShellQuote(json.string()) + " -o " + testing::ShellQuote(archive.string())).rc, 0) << name;
+    EXPECT_EQ(Kf("hash " + testing::ShellQuote(archive.string())).out,
               Golden("multi_block")["to_database_task"]["id"].get<std::string>() + "\n");
   }
 }
@@ -122,11 +116,11 @@ TEST(CliTask, ReferenceEncodingDecodesReencodesIdentically) {
   const fs::path golden_json = tmp.path() / "golden.json";
   const Json golden = Golden("edge_text")["encode"];
   WriteFile(golden_json, golden.dump());
-  RunResult r = Kf("encode " + Quote(golden_json.string()));  // an encoded task is a valid TASK too
+  RunResult r = Kf("encode " + testing::ShellQuote(golden_json.string()));  // an encoded task is a valid TASK too
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(Json::parse(r.out).dump(), golden.dump());
   const fs::path dir = tmp.path() / "edge";
-  ASSERT_EQ(Kf("decode " + Quote(golden_json.string()) + " -o " + Quote(dir.string())).rc, 0);
+  ASSERT_EQ(Kf("decode " + testing::ShellQuote(golden_json.string()) + " -o " + testing::ShellQuote(dir.string())).rc, 0);
   EXPECT_EQ(static_cast<int>(fs::status(dir / "build.sh").permissions() & fs::perms::mask), 0755);
 }
 
@@ -156,7 +150,7 @@ TEST(CliTask, ValidateListsEveryProblem) {
   fs::remove(pkg / "conftest.py");
   WriteFile(pkg / "kernel.py", "def square(x):\n    return x * x\n");  // no EVOLVE block
   WriteFile(pkg / "config.yaml", "task_name: x\n");
-  RunResult r = Kf("validate " + Quote(pkg.string()) + " --json");
+  RunResult r = Kf("validate " + testing::ShellQuote(pkg.string()) + " --json");
   EXPECT_EQ(r.rc, 3) << r.err;
   Json j = Json::parse(r.out);
   EXPECT_FALSE(j["valid"].get<bool>());
@@ -169,7 +163,7 @@ TEST(CliTask, ValidateListsEveryProblem) {
 TEST(CliTask, ValidateNamesThePackageKindAndItsChecks) {
   // A native package (harness: native): tests come from config `tests`, no task.py is needed.
   const fs::path native = testing::SourceDir() / "examples/tasks/ocl_vector_add";
-  RunResult r = Kf("validate " + Quote(native.string()));
+  RunResult r = Kf("validate " + testing::ShellQuote(native.string()));
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("valid native task (2 correctness test(s), 1 performance test(s))"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("config tests: correctness and performance names"), std::string::npos) << r.out;
@@ -180,7 +174,7 @@ TEST(CliTask, ValidateNamesThePackageKindAndItsChecks) {
   TempDir tmp;
   fs::copy(native, tmp.path() / "pkg", fs::copy_options::recursive);
   WriteFile(tmp.path() / "pkg/config.yaml", "task_name: v\njob_name: v\nharness: native\n");
-  r = Kf("validate " + Quote((tmp.path() / "pkg").string()) + " --json");
+  r = Kf("validate " + testing::ShellQuote((tmp.path() / "pkg").string()) + " --json");
   EXPECT_EQ(r.rc, 3) << r.err;
   Json j = Json::parse(r.out);
   EXPECT_EQ(j["harness"], "native");
@@ -195,17 +189,17 @@ TEST(CliTask, ValidateNamesThePackageKindAndItsChecks) {
   WriteFile(tmp.path() / "pkg/config.yaml",
             "task_name: v\njob_name: v\nharness: native\nbuild: [make, false]\ntest_executable: ../../bin/true\n"
             "tests: {correctness: test_a, performance: [bench]}\n");
-  r = Kf("validate " + Quote((tmp.path() / "pkg").string()) + " --json");
+  r = Kf("validate " + testing::ShellQuote((tmp.path() / "pkg").string()) + " --json");
   all = Json::parse(r.out)["problems"].dump();
   for (const char* p : {"build[1]: expected a shell command", "test_executable: '../../bin/true' is not inside the task",
                         "tests.correctness: expected a non-empty list of test names, got \\\"test_a\\\""})
     EXPECT_NE(all.find(p), std::string::npos) << p << " missing in " << all;
-  ExpectOneLineError(Kf("run " + Quote((tmp.path() / "pkg").string()) + " --no-store"), 3,
+  ExpectOneLineError(Kf("run " + testing::ShellQuote((tmp.path() / "pkg").string()) + " --no-store"), 3,
                      "config.yaml: build[1]: expected a shell command");
 
   // A harness typo is named as such, not as a pytest task without task.py.
   WriteFile(tmp.path() / "pkg/config.yaml", "task_name: v\njob_name: v\nharness: nativ\n");
-  ExpectOneLineError(Kf("validate " + Quote((tmp.path() / "pkg").string())), 3,
+  ExpectOneLineError(Kf("validate " + testing::ShellQuote((tmp.path() / "pkg").string())), 3,
                      "harness: unknown harness \"nativ\" (expected pytest or native)");
 }
 
@@ -215,8 +209,8 @@ TEST(CliTask, WithBlocksToJsonDirAndArchive) {
   const std::string body = "torch::Tensor relu_forward(torch::Tensor x) { return x.clamp_min(0); }\n";
   WriteFile(code, body);
   const fs::path json = tmp.path() / "new.json";
-  RunResult r = Kf("with-blocks " + Fixture("relu_cpu") + " --block EVOLVE=" + Quote(code.string()) + " -o " +
-                   Quote(json.string()));
+  RunResult r = Kf("with-blocks " + Fixture("relu_cpu") + " --block EVOLVE=" + testing::ShellQuote(code.string()) + " -o " +
+                   testing::ShellQuote(json.string()));
   ASSERT_EQ(r.rc, 0) << r.err;
   Json task = Json::parse(ReadFile(json));
   EXPECT_EQ(task["blocks"]["EVOLVE"]["relu_kernel.cpp"][0], body);
@@ -224,21 +218,21 @@ TEST(CliTask, WithBlocksToJsonDirAndArchive) {
   EXPECT_EQ(task["profile_tests"], Golden("relu_cpu")["profile_tests"]);
 
   const fs::path dir = tmp.path() / "newdir";
-  ASSERT_EQ(Kf("with-blocks " + Quote(json.string()) + " --block EVOLVE=" + Quote(code.string()) + " -o " +
-               Quote(dir.string())).rc, 0);
+  ASSERT_EQ(Kf("with-blocks " + testing::ShellQuote(json.string()) + " --block EVOLVE=" + testing::ShellQuote(code.string()) + " -o " +
+               testing::ShellQuote(dir.string())).rc, 0);
   EXPECT_NE(ReadFile(dir / "relu_kernel.cpp").find(body), std::string::npos);
 
   const fs::path update = tmp.path() / "update.json";
   WriteFile(update, R"({"EVOLVE": {"kernel_c.py": ["def stage_c1(x):\n    return x + 1\n"]}})");
   const fs::path tgz = tmp.path() / "multi.tar.gz";
-  ASSERT_EQ(Kf("with-blocks " + Fixture("multi_block") + " --blocks " + Quote(update.string()) + " -o " +
-               Quote(tgz.string())).rc, 0);
-  EXPECT_EQ(Kf("blocks " + Quote(tgz.string()) + " --json").rc, 0);
+  ASSERT_EQ(Kf("with-blocks " + Fixture("multi_block") + " --blocks " + testing::ShellQuote(update.string()) + " -o " +
+               testing::ShellQuote(tgz.string())).rc, 0);
+  EXPECT_EQ(Kf("blocks " + testing::ShellQuote(tgz.string()) + " --json").rc, 0);
 
   // None: the failure task only goes to a .json output; exit 1
   WriteFile(update, R"({"EVOLVE": null})");
   const fs::path none_dir = tmp.path() / "none";
-  r = Kf("with-blocks " + Fixture("relu_cpu") + " --blocks " + Quote(update.string()) + " -o " + Quote(none_dir.string()));
+  r = Kf("with-blocks " + Fixture("relu_cpu") + " --blocks " + testing::ShellQuote(update.string()) + " -o " + testing::ShellQuote(none_dir.string()));
   EXPECT_EQ(r.rc, 1);
   EXPECT_FALSE(fs::exists(none_dir));
   EXPECT_NE(r.err.find("One or more blocks to update were None"), std::string::npos) << r.err;
@@ -250,7 +244,7 @@ TEST(CliTask, BadInputsGiveOneLineAndWriteNothing) {
   const fs::path out = tmp.path() / "out.json";
   auto encode_fails = [&](const fs::path& pkg, int rc, const std::string& needle) {
     SCOPED_TRACE(pkg.string());
-    ExpectOneLineError(Kf("encode " + Quote(pkg.string()) + " -o " + Quote(out.string())), rc, needle);
+    ExpectOneLineError(Kf("encode " + testing::ShellQuote(pkg.string()) + " -o " + testing::ShellQuote(out.string())), rc, needle);
     EXPECT_FALSE(fs::exists(out));
   };
   fs::path bad_yaml = CopyFixture("relu_cpu", tmp.path() / "bad_yaml");
@@ -290,17 +284,17 @@ TEST(CliTask, BadInputsGiveOneLineAndWriteNothing) {
   evil["task_data"]["../evil.py"] = Json::parse(R"({"content": "eA==", "mode": 420})");
   WriteFile(evil_json, evil.dump());
   const fs::path dir = tmp.path() / "dec";
-  ExpectOneLineError(Kf("decode " + Quote(evil_json.string()) + " -o " + Quote(dir.string())), 5, "../evil.py");
+  ExpectOneLineError(Kf("decode " + testing::ShellQuote(evil_json.string()) + " -o " + testing::ShellQuote(dir.string())), 5, "../evil.py");
   EXPECT_FALSE(fs::exists(dir));
   EXPECT_FALSE(fs::exists(tmp.path() / "evil.py"));
   WriteFile(tmp.path() / "garbage.json", "\x01\x02 not json");
-  ExpectOneLineError(Kf("decode " + Quote((tmp.path() / "garbage.json").string()) + " -o " + Quote(dir.string())), 3,
+  ExpectOneLineError(Kf("decode " + testing::ShellQuote((tmp.path() / "garbage.json").string()) + " -o " + testing::ShellQuote(dir.string())), 3,
                      "garbage.json");
   EXPECT_FALSE(fs::exists(dir));
   Json missing = Golden("relu_cpu")["encode"];
   missing.erase("blocks");
   WriteFile(evil_json, missing.dump());
-  ExpectOneLineError(Kf("decode " + Quote(evil_json.string()) + " -o " + Quote(dir.string())), 3, "blocks");
+  ExpectOneLineError(Kf("decode " + testing::ShellQuote(evil_json.string()) + " -o " + testing::ShellQuote(dir.string())), 3, "blocks");
   EXPECT_FALSE(fs::exists(dir));
 }
 

@@ -186,7 +186,7 @@ long PeakRssMiB() {
   return ru.ru_maxrss / 1024;
 }
 
-MemoryFileMap ProbeMap() {  // probes.json memory_file_map.to_tarball_members
+MemoryFileMap TarballProbeMap() {  // probes.json memory_file_map.to_tarball_members
   MemoryFileMap m;
   m.Set("x/a.sh", "#!/bin/sh\n", FileMeta{0755, 1700000000.0});
   m.Set("b.txt", "b", FileMeta{0644, 1700000001.0});
@@ -212,7 +212,7 @@ TEST(Archive, GoldenZipLoadsLikeTheReference) {
 
 TEST(Archive, ToArchiveRoundTripsModeAndMtimeInEveryFormat) {
   const Json probe = Golden("probes")["memory_file_map"];
-  const MemoryFileMap m = ProbeMap();
+  const MemoryFileMap m = TarballProbeMap();
   const std::string tgz = m.ToArchive();
   ASSERT_GE(tgz.size(), 2u);
   EXPECT_EQ(tgz.substr(0, 2), "\x1f\x8b");  // default is gzip, like to_tarball("w:gz")

@@ -24,7 +24,7 @@ using build_cache::BuildKey;
 using build_cache::Cache;
 using testing::TempDir;
 
-Task MakeTask(const std::string& offset) {
+Task OffsetTask(const std::string& offset) {
   Task t;
   t.task_data.Set("bias_relu_kernel.cpp", "#include \"inc/params.h\"\nfloat f() { return KF_OFFSET; }\n", FileMeta{0644, 1.0});
   t.task_data.Set("inc/params.h", "#define KF_OFFSET " + offset + "\n", FileMeta{0644, 2.0});
@@ -47,28 +47,28 @@ BuildResult Ok(const std::string& so) {
 
 TEST(BuildCacheKey, EverythingTheCompileCanReadIsInTheKey) {
   const std::string tc = "{\"toolchain\":1}";
-  const Task a = MakeTask("0.0f");
+  const Task a = OffsetTask("0.0f");
   const std::string k = BuildKey(a, BuildTarget::kCandidate, "cpu", "pytest", tc);
   EXPECT_EQ(k.size(), 64u);
-  Task copy = MakeTask("0.0f");
+  Task copy = OffsetTask("0.0f");
   copy.task_data.SetMeta("inc/params.h", FileMeta{0644, 99.0});  // mtime only: same build
   EXPECT_EQ(BuildKey(copy, BuildTarget::kCandidate, "cpu", "pytest", tc), k);
   // The input: a header in another folder than the source.
-  EXPECT_NE(BuildKey(MakeTask("100.0f"), BuildTarget::kCandidate, "cpu", "pytest", tc), k);
-  Task mode = MakeTask("0.0f");
+  EXPECT_NE(BuildKey(OffsetTask("100.0f"), BuildTarget::kCandidate, "cpu", "pytest", tc), k);
+  Task mode = OffsetTask("0.0f");
   mode.task_data.SetMeta("inc/params.h", FileMeta{0755, 2.0});
   EXPECT_NE(BuildKey(mode, BuildTarget::kCandidate, "cpu", "pytest", tc), k);
-  Task extra = MakeTask("0.0f");
+  Task extra = OffsetTask("0.0f");
   extra.task_data.Set("inc/other.h", "", FileMeta{0644, 1.0});
   EXPECT_NE(BuildKey(extra, BuildTarget::kCandidate, "cpu", "pytest", tc), k);
   EXPECT_NE(BuildKey(a, BuildTarget::kReference, "cpu", "pytest", tc), k);
   EXPECT_NE(BuildKey(a, BuildTarget::kCandidate, "cpu,lnl", "pytest", tc), k);
   EXPECT_NE(BuildKey(a, BuildTarget::kCandidate, "cpu", "native", tc), k);
   EXPECT_NE(BuildKey(a, BuildTarget::kCandidate, "cpu", "pytest", "{\"toolchain\":2}"), k);
-  Task hyper = MakeTask("0.0f");
+  Task hyper = OffsetTask("0.0f");
   hyper.hyperparameters = Json{{"buildtime", {{"BLOCK", 16}}}, {"runtime", nullptr}};
   EXPECT_NE(BuildKey(hyper, BuildTarget::kCandidate, "cpu", "pytest", tc), k);
-  Task config = MakeTask("0.0f");
+  Task config = OffsetTask("0.0f");
   config.config["build"] = Json::array({"make"});
   EXPECT_NE(BuildKey(config, BuildTarget::kCandidate, "cpu", "pytest", tc), k);
 }

@@ -218,11 +218,6 @@ TEST_F(PyScale, BlockUpdateThatDoesNotFitThrows) {
   EXPECT_THROW(Evaluate(task_, BlockUpdate{update}, {}), Error);
 }
 
-std::string Kf(const std::string& args) {
-  return "KF_CACHE_DIR='" + std::string(std::getenv("KF_CACHE_DIR")) + "' '" +
-         (testing::BinaryDir() / "kf").string() + "' " + args;
-}
-
 // `kf run` exit codes: 1 for a negative verdict (with the typed status in the table); `kf validate --run`
 // checks the reference against its own tests.
 // The timed processes' allocator (issue "Trustworthy speed signal"): jemalloc where installed (a random offset
@@ -376,14 +371,14 @@ TEST_F(PyScale, PairedTimingRepeatedInSeveralProcessesIsMergedPerBenchmark) {
 
 TEST_F(PyScale, CliRunAndValidateRun) {
   WriteFile(tmp_.path() / "wrong.py", "def scale(xs):\n    return [3 * x for x in xs]\n");
-  auto [rc, out] = testing::RunShell(Kf("run '" + dir_.string() + "' --no-reference --no-store --no-verdict-cache --candidate '" +
+  auto [rc, out] = testing::RunShell(testing::KfCommand("run '" + dir_.string() + "' --no-reference --no-store --no-verdict-cache --candidate '" +
                                         (tmp_.path() / "wrong.py").string() + "'"));
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("status: value_mismatch - cpu: tests failed although the output shapes match   (reference-compatible status: compiled)"), std::string::npos) << out;
   EXPECT_NE(out.find("perf_score: 4"), std::string::npos) << out;
 
   std::filesystem::path db = tmp_.path() / "v.sqlite3";
-  auto [rc2, out2] = testing::RunShell(Kf("validate '" + dir_.string() + "' --run --db '" + db.string() + "'"));
+  auto [rc2, out2] = testing::RunShell(testing::KfCommand("validate '" + dir_.string() + "' --run --db '" + db.string() + "'"));
   EXPECT_EQ(rc2, 0) << out2;
   EXPECT_NE(out2.find("reference run: PASSED (reference_only)"), std::string::npos) << out2;
   auto store = OpenStore(db.string(), {.read_only = true});
@@ -395,7 +390,7 @@ TEST_F(PyScale, CliRunAndValidateRun) {
   std::string broken = kTaskPy;
   broken.replace(broken.find("[factor * x"), 11, "[factor + x");
   WriteFile(dir_ / "task.py", broken);
-  auto [rc3, out3] = testing::RunShell(Kf("validate '" + dir_.string() + "' --run --no-store"));
+  auto [rc3, out3] = testing::RunShell(testing::KfCommand("validate '" + dir_.string() + "' --run --no-store"));
   EXPECT_EQ(rc3, 1) << out3;
   EXPECT_NE(out3.find("reference run: FAILED (reference_failed)"), std::string::npos) << out3;
 }

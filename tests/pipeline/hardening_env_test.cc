@@ -26,7 +26,6 @@ using testing::ReplaceInFile;
 using testing::TempDir;
 using testing::WriteFile;
 
-std::string Why(const KfRunResult& r) { return r.output + "\n" + r.json.dump(2).substr(0, 20000); }
 
 // ---- fault 5 ----
 

@@ -49,17 +49,16 @@ inline void ReplaceInFile(const std::filesystem::path& file, const std::string& 
 }
 
 /// Shell single quotes.
-inline std::string Q(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+inline std::string Q(const std::string& s) { return ShellQuote(s); }
 
 struct KfRunResult {
   int rc = -1;
   std::string output;  ///< stdout + stderr
   Json json;           ///< the --json document (null when not written)
 };
+
+/// What a failed expectation on a kf run prints: its output, then the start of its JSON document.
+inline std::string Why(const KfRunResult& r) { return r.output + "\n" + r.json.dump(2).substr(0, 20000); }
 
 /// Runs `kf run TASK --candidate CANDIDATE --json OUT --no-verdict-cache <extra>` with TMPDIR = `tmp` (work dirs
 /// land there), KF_CACHE_DIR = the shared test cache (unless `env` unsets it), then `env` ("NAME=value ..." and

@@ -26,7 +26,6 @@ using testing::ReplaceInFile;
 using testing::TempDir;
 using testing::WriteFile;
 
-std::string Why(const KfRunResult& r) { return r.output + "\n" + r.json.dump(2).substr(0, 20000); }
 
 bool CacheHit(const KfRunResult& r) {
   const Json& od = r.json["build_result"]["result"]["output_data"];

@@ -29,7 +29,6 @@ using testing::TempDir;
 using testing::TreeShas;
 using testing::WriteFile;
 
-std::string Why(const KfRunResult& r) { return r.output + "\n" + r.json.dump(2).substr(0, 20000); }
 
 // C++ that appends "#PWNED" to (or creates) every target once, reporting each attempt on stderr.
 std::string ProbeCode(const std::vector<std::string>& targets, const fs::path& cache_dir) {

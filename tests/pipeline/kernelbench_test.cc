@@ -23,12 +23,6 @@ using testing::TempDir;
 
 fs::path Problem(const std::string& rel) { return testing::SharedDir() / "kernelbench" / rel; }
 
-std::string Kf(const std::string& args) {
-  testing::UseTestCache();
-  return "KF_CACHE_DIR='" + std::string(std::getenv("KF_CACHE_DIR")) + "' '" + (testing::BinaryDir() / "kf").string() +
-         "' " + args;
-}
-
 std::string Q(const fs::path& p) { return "'" + p.string() + "'"; }
 
 bool Has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
@@ -163,7 +157,7 @@ TEST(KernelBenchRender, Level2PackageFollowsTheCallingConvention) {
 TEST(KernelBenchCli, ImportWritesPackageAndRejectsBadSizes) {
   TempDir tmp;
   fs::path out = tmp.path() / "relu";
-  auto [rc, text] = RunShell(Kf("import-kernelbench " + Q(Problem("level1/19_ReLU.py")) +
+  auto [rc, text] = RunShell(testing::KfCommand("import-kernelbench " + Q(Problem("level1/19_ReLU.py")) +
                                 " --set batch_size=4 --set dim=32 -o " + Q(out)));
   ASSERT_EQ(rc, 0) << text;
   EXPECT_TRUE(Has(text, "wrote task kb_l1_19_relu")) << text;
@@ -174,19 +168,19 @@ TEST(KernelBenchCli, ImportWritesPackageAndRejectsBadSizes) {
   EXPECT_TRUE(Has(problem, "batch_size = 4  # kf import-kernelbench --set (was: 4096)")) << problem;
   EXPECT_TRUE(Has(ReadFile(out / "kernel.cpp"), "//   torch::Tensor x  <- get_inputs()[0]: float32 tensor (4, 32)"));
 
-  auto [rc2, text2] = RunShell(Kf("import-kernelbench " + Q(Problem("level1/19_ReLU.py")) + " --set batch=4 -o " +
+  auto [rc2, text2] = RunShell(testing::KfCommand("import-kernelbench " + Q(Problem("level1/19_ReLU.py")) + " --set batch=4 -o " +
                                   Q(tmp.path() / "bad")));
   EXPECT_EQ(rc2, 3) << text2;
   EXPECT_TRUE(Has(text2, "unknown size 'batch'")) << text2;
   EXPECT_FALSE(fs::exists(tmp.path() / "bad"));
-  auto [rc3, text3] = RunShell(Kf("import-kernelbench " + Q(Problem("level1/19_ReLU.py")) + " --set dim=big -o " +
+  auto [rc3, text3] = RunShell(testing::KfCommand("import-kernelbench " + Q(Problem("level1/19_ReLU.py")) + " --set dim=big -o " +
                                   Q(tmp.path() / "bad")));
   EXPECT_EQ(rc3, 3) << text3;
   EXPECT_TRUE(Has(text3, "value 'big' of size 'dim'")) << text3;
-  auto [rc4, text4] = RunShell(Kf("import-kernelbench " + Q(Problem("level1/19_ReLU.py")) + " -o " + Q(out)));
+  auto [rc4, text4] = RunShell(testing::KfCommand("import-kernelbench " + Q(Problem("level1/19_ReLU.py")) + " -o " + Q(out)));
   EXPECT_EQ(rc4, 3) << text4;  // not empty, no --force
   EXPECT_TRUE(Has(text4, "not empty")) << text4;
-  auto [rc5, text5] = RunShell(Kf("import-kernelbench " + Q(Problem("level1/1_Square_matrix_multiplication_.py")) +
+  auto [rc5, text5] = RunShell(testing::KfCommand("import-kernelbench " + Q(Problem("level1/1_Square_matrix_multiplication_.py")) +
                                   " --list-sizes"));
   EXPECT_EQ(rc5, 0) << text5;
   EXPECT_EQ(text5, "N = 2048 * 2\n");
@@ -202,9 +196,9 @@ TEST(KernelBenchSlow, EveryProblemImportsToAValidPackage) {
       if (e.path().extension() != ".py") continue;
       ++count;
       fs::path out = tmp.path() / (std::string(level) + "_" + e.path().stem().string());
-      auto [rc, text] = RunShell(Kf("import-kernelbench " + Q(e.path()) + SmallSets(e.path()) + " -o " + Q(out)));
+      auto [rc, text] = RunShell(testing::KfCommand("import-kernelbench " + Q(e.path()) + SmallSets(e.path()) + " -o " + Q(out)));
       ASSERT_EQ(rc, 0) << e.path() << "\n" << text;
-      auto [vrc, vtext] = RunShell(Kf("validate " + Q(out)));
+      auto [vrc, vtext] = RunShell(testing::KfCommand("validate " + Q(out)));
       EXPECT_EQ(vrc, 0) << e.path() << "\n" << vtext;
       EXPECT_TRUE(Has(vtext, "valid pytest task (6 correctness test(s), 1 performance test(s))")) << e.path() << "\n" << vtext;
     }
@@ -218,11 +212,11 @@ void RunImported(const std::string& problem, const std::string& sets, const std:
                  const std::string& task_name) {
   TempDir tmp;
   fs::path task = tmp.path() / "task";
-  auto [rc, text] = RunShell(Kf("import-kernelbench " + Q(Problem(problem)) + sets + " -o " + Q(task)));
+  auto [rc, text] = RunShell(testing::KfCommand("import-kernelbench " + Q(Problem(problem)) + sets + " -o " + Q(task)));
   ASSERT_EQ(rc, 0) << text;
   fs::path db = tmp.path() / "kernels.sqlite3";
   std::string cand = candidate.empty() ? "" : " --candidate " + Q(testing::SourceDir() / candidate);
-  auto [rrc, out] = RunShell(Kf("run " + Q(task) + cand + " --no-verdict-cache --db " + Q(db) + " --json " + Q(tmp.path() / "out.json")));
+  auto [rrc, out] = RunShell(testing::KfCommand("run " + Q(task) + cand + " --no-verdict-cache --db " + Q(db) + " --json " + Q(tmp.path() / "out.json")));
   ASSERT_EQ(rrc, 0) << out;
   EXPECT_TRUE(testing::HasCorrectVerdictLine(out)) << out;
   EXPECT_TRUE(Has(out, "task.py::TestKernelBench::test_benchmark")) << out;
@@ -252,12 +246,12 @@ TEST(KernelBenchSlow, SoftmaxOpenMpCandidateIsCorrectWithSpeedupStored) {
 TEST(KernelBenchSlow, ZerosOnSoftmaxAreAValueMismatch) {
   TempDir tmp;
   fs::path task = tmp.path() / "task";
-  auto [rc, text] = RunShell(Kf("import-kernelbench " + Q(Problem("level1/23_Softmax.py")) +
+  auto [rc, text] = RunShell(testing::KfCommand("import-kernelbench " + Q(Problem("level1/23_Softmax.py")) +
                                 " --set batch_size=16 --set dim=4096 -o " + Q(task)));
   ASSERT_EQ(rc, 0) << text;
   fs::path cand = tmp.path() / "zeros.cpp";
   testing::WriteFile(cand, "torch::Tensor forward(torch::Tensor x) { return torch::zeros_like(x); }\n");
-  auto [rrc, out] = RunShell(Kf("run " + Q(task) + " --candidate " + Q(cand) + " --no-reference --no-store --no-verdict-cache --json " +
+  auto [rrc, out] = RunShell(testing::KfCommand("run " + Q(task) + " --candidate " + Q(cand) + " --no-reference --no-store --no-verdict-cache --json " +
                                 Q(tmp.path() / "out.json")));
   EXPECT_NE(rrc, 0) << out;
   Json j = Json::parse(ReadFile(tmp.path() / "out.json"));

@@ -32,7 +32,7 @@ constexpr const char* kFakeClock =
     "  ts->tv_sec = ns / 1000000000LL; ts->tv_nsec = ns % 1000000000LL;\n"
     "  return rc;\n}\n";
 
-std::string Why(const KfRunResult& r) {
+std::string RemoteWhy(const KfRunResult& r) {
   const std::string detail = r.json.is_object() && r.json.contains("status_detail") && r.json["status_detail"].is_string()
                                  ? r.json["status_detail"].get<std::string>() : std::string();
   return "status_detail: " + detail + "\n" + r.output.substr(r.output.size() > 6000 ? r.output.size() - 6000 : 0);
@@ -65,9 +65,9 @@ TEST(NativeRemoteE2E, TheCandidateRunsInTheExecutorWithoutCapabilitiesKfsDescrip
       "      bad += \"has capabilities (\" + line + \"); \";\n"
       "  if (!bad.empty()) throw std::runtime_error(\"PROBE: \" + bad);\n") + kLoop + "}\n";
   KfRunResult r = RunCandidate(tmp, "probe", probe);
-  ASSERT_TRUE(r.json.is_object()) << Why(r);
-  EXPECT_TRUE(testing::CorrectAndTimed(r.json["status"])) << Why(r);
-  EXPECT_EQ(r.output.find("PROBE:"), std::string::npos) << Why(r);
+  ASSERT_TRUE(r.json.is_object()) << RemoteWhy(r);
+  EXPECT_TRUE(testing::CorrectAndTimed(r.json["status"])) << RemoteWhy(r);
+  EXPECT_EQ(r.output.find("PROBE:"), std::string::npos) << RemoteWhy(r);
 }
 
 TEST(NativeRemoteE2E, AFakeClockOrAForgedReportFromTheCandidateChangesNothing) {
@@ -82,15 +82,15 @@ TEST(NativeRemoteE2E, AFakeClockOrAForgedReportFromTheCandidateChangesNothing) {
       "double kf_sum_squares(const float* x, std::size_t n) {\n"
       "  return 0.5 * static_cast<double>(n) * static_cast<double>(x[0]) + forged;\n}\n";
   KfRunResult r = RunCandidate(tmp, "fake_clock", cheat);
-  ASSERT_TRUE(r.json.is_object()) << Why(r);
-  EXPECT_EQ(r.json["status"], "value_mismatch") << Why(r);  // judged on its real (wrong) values, not the forgery
+  ASSERT_TRUE(r.json.is_object()) << RemoteWhy(r);
+  EXPECT_EQ(r.json["status"], "value_mismatch") << RemoteWhy(r);  // judged on its real (wrong) values, not the forgery
   // The same fake clock around the real loop: timed by the test program's clock, about as fast as the reference.
   const std::string honest_but_clocked =
       std::string(kFakeClock) + "double kf_sum_squares(const float* x, std::size_t n) {\n" + kLoop + "}\n";
   r = RunCandidate(tmp, "clocked", honest_but_clocked);
-  ASSERT_TRUE(r.json.is_object()) << Why(r);
-  EXPECT_TRUE(testing::CorrectAndTimed(r.json["status"])) << Why(r);
-  EXPECT_LT(r.json["speedup"].get<double>(), 2.0) << Why(r);
+  ASSERT_TRUE(r.json.is_object()) << RemoteWhy(r);
+  EXPECT_TRUE(testing::CorrectAndTimed(r.json["status"])) << RemoteWhy(r);
+  EXPECT_LT(r.json["speedup"].get<double>(), 2.0) << RemoteWhy(r);
 }
 
 TEST(NativeRemoteE2E, WorkLeftRunningInTheExecutorAfterReturningIsSuspicious) {
@@ -107,9 +107,9 @@ TEST(NativeRemoteE2E, WorkLeftRunningInTheExecutorAfterReturningIsSuspicious) {
       "    while ((t.tv_sec - t0.tv_sec) * 1e9 + (t.tv_nsec - t0.tv_nsec) < 40e6);\n"
       "  }).detach();\n") + kLoop + "}\n";
   KfRunResult r = RunCandidate(tmp, "background", cheat);
-  ASSERT_TRUE(r.json.is_object()) << Why(r);
-  EXPECT_EQ(r.json["status"], "suspicious") << Why(r);
-  EXPECT_NE(Why(r).find("work continued after the call returned"), std::string::npos) << Why(r);
+  ASSERT_TRUE(r.json.is_object()) << RemoteWhy(r);
+  EXPECT_EQ(r.json["status"], "suspicious") << RemoteWhy(r);
+  EXPECT_NE(RemoteWhy(r).find("work continued after the call returned"), std::string::npos) << RemoteWhy(r);
 }
 
 TEST(NativeRemoteE2E, ACrashOfTheCandidateEndsTheTestProgramWithItsSignal) {
@@ -119,9 +119,9 @@ TEST(NativeRemoteE2E, ACrashOfTheCandidateEndsTheTestProgramWithItsSignal) {
       "double kf_sum_squares(const float* x, std::size_t n) {\n"
       "  std::raise(SIGSEGV);\n  return x[0] * static_cast<double>(n);\n}\n";
   KfRunResult r = RunCandidate(tmp, "crash", crash);
-  ASSERT_TRUE(r.json.is_object()) << Why(r);
-  EXPECT_EQ(r.json["status"], "crash") << Why(r);
-  EXPECT_NE(r.output.find("the executor died of signal 11"), std::string::npos) << Why(r);
+  ASSERT_TRUE(r.json.is_object()) << RemoteWhy(r);
+  EXPECT_EQ(r.json["status"], "crash") << RemoteWhy(r);
+  EXPECT_NE(r.output.find("the executor died of signal 11"), std::string::npos) << RemoteWhy(r);
 }
 
 }  // namespace

@@ -28,6 +28,13 @@ inline void UseTestCache() {
 }
 
 /// Copies a directory tree (fixtures are read-only: the copies are made writable).
+/// A shell command running this build's kf with `args` (already shell-quoted) and the shared test cache.
+inline std::string KfCommand(const std::string& args) {
+  UseTestCache();
+  return "KF_CACHE_DIR=" + ShellQuote(std::getenv("KF_CACHE_DIR")) + " " + ShellQuote((BinaryDir() / "kf").string()) +
+         " " + args;
+}
+
 inline void CopyTree(const std::filesystem::path& from, const std::filesystem::path& to) {
   namespace fs = std::filesystem;
   fs::create_directories(to);

@@ -52,7 +52,8 @@ bool PortOpen(int port) {
   return ok;
 }
 
-std::string ReadFile(const fs::path& p) {
+// The file's bytes, or "" when it cannot be read (a log that does not exist yet).
+std::string ReadIfExists(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -84,7 +85,7 @@ int SpawnDetached(const std::vector<std::string>& argv, const std::vector<std::s
 // True while the process exists and is not a zombie (PID 1 of some containers never reaps orphans).
 bool Alive(int pid) {
   if (pid <= 0 || ::kill(pid, 0) != 0) return false;
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat = ReadIfExists("/proc/" + std::to_string(pid) + "/stat");
   size_t close = stat.rfind(')');
   return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
 }
@@ -153,10 +154,10 @@ RabbitMq StartRabbitMq(const fs::path& dir, double timeout_s) {
   while (std::chrono::steady_clock::now() < deadline) {
     Reap(node.server_pid);
     if (!Alive(node.server_pid)) break;
-    if (ReadFile(log).find("Server startup complete") != std::string::npos && PortOpen(node.port)) return node;
+    if (ReadIfExists(log).find("Server startup complete") != std::string::npos && PortOpen(node.port)) return node;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  std::string tail = ReadFile(log) + ReadFile(dir / "server.out");
+  std::string tail = ReadIfExists(log) + ReadIfExists(dir / "server.out");
   if (tail.size() > 3000) tail = tail.substr(tail.size() - 3000);
   StopRabbitMq(node);
   throw std::runtime_error("RabbitMQ did not start (" + dir.string() + "):\n" + tail);
