@@ -34,19 +34,45 @@ KF_SHARED_DIR=$(find_shared)
 export KF_SHARED_DIR
 echo "shared data: $KF_SHARED_DIR"
 passed=0; failed=0
+T0=$(date +%s)
+timings=()
+# timed NAME CMD...: runs CMD, prints and remembers how long it took (the summary at the end lists every phase).
+timed() {
+  local name=$1 start rc=0
+  shift
+  start=$(date +%s)
+  "$@" || rc=$?
+  local took=$(($(date +%s) - start))
+  timings+=("$(printf '%-44s %5d s' "$name" "$took")")
+  echo "---- $name: ${took} s (exit ${rc})" >&2
+  return "$rc"
+}
 step() { echo; echo "==== $* ===="; }
 record() { if [ "$1" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $2"; fi; }
-# suite PRESET: configure, build and test one preset; a failing step counts as a failed suite.
+# suite PRESET: configure, build and test one preset, each step timed; a failing step counts as a failed suite.
 suite() {
   local rc=0
-  cmake --preset "$1" >/dev/null && cmake --build --preset "$1" -j "$JOBS" && ctest --preset "$1" -j "$JOBS" || rc=$?
+  timed "$1: configure" cmake --preset "$1" >/dev/null &&
+    timed "$1: build" cmake --build --preset "$1" -j "$JOBS" &&
+    timed "$1: ctest" ctest --preset "$1" -j "$JOBS" || rc=$?
   record "$rc" "ctest ($1)"
 }
 
 step "dependencies"
-scripts/install-deps.sh
+timed "dependencies" scripts/install-deps.sh
 
 step "default preset: build (RelWithDebInfo, -Werror) and ctest"
+# kf alone first, so that its build time (the README's first command builds just this) is printed on its own.
+timed "default: configure" cmake --preset default >/dev/null
+rc=0
+# ccache (when installed) makes a rebuild on a machine that built before cheap: its hit count says whether the kf
+# build time printed here was a cold build (0 hits) or a cached one.
+command -v ccache >/dev/null 2>&1 && ccache -z >/dev/null 2>&1 || true
+timed "default: build kf (the CLI alone)" cmake --build --preset default -j "$JOBS" --target kf || rc=$?
+record "$rc" "build kf"
+if command -v ccache >/dev/null 2>&1; then
+  echo "ccache during the kf build: $(ccache --print-stats 2>/dev/null | awk -F'\t' '$1=="direct_cache_hit"||$1=="preprocessed_cache_hit"{h+=$2} $1=="cache_miss"{m=$2} END{printf "%d hits, %d misses", h, m}')"
+fi
 suite default
 
 step "python package tests (pytest)"
@@ -54,7 +80,7 @@ step "python package tests (pytest)"
 pydir=$ROOT/build/python
 [ -f "$pydir/kernelfoundry/__init__.py" ] || pydir=$ROOT/python
 set +e
-PYTHONPATH="$pydir" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python
+timed "pytest tests/python" env PYTHONPATH="$pydir" /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python
 record $? "pytest tests/python"
 set -e
 
@@ -66,5 +92,8 @@ if [ -z "${KF_QUICK:-}" ]; then
 fi
 
 echo
+echo "==== phase times ===="
+printf '%s\n' "${timings[@]}"
+printf '%-44s %5d s\n' "total" "$(($(date +%s) - T0))"
 echo "suites: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

@@ -26,6 +26,18 @@ Error ExpectError(ErrorKind kind, Fn&& fn) {
   return Error(ErrorKind::kInternal, "no error");
 }
 
+/// Runs `fn` and returns the kf::Error it throws, of any kind (a test failure when it does not throw).
+template <typename Fn>
+Error ErrorOf(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a kf::Error";
+  return Error(ErrorKind::kInternal, "no error");
+}
+
 /// ../shared next to the source tree (read-only fixtures, kernelbench problems).
 std::filesystem::path SharedDir();
 /// The repository root.

@@ -27,7 +27,7 @@ struct Line {
 };
 
 /// Splits at "\r\n", "\r" or "\n" (Python's universal newlines). The last line may have no terminator.
-std::vector<Line> SplitLines(std::string_view text) {
+std::vector<Line> SplitLineSpans(std::string_view text) {
   std::vector<Line> lines;
   size_t i = 0;
   while (i < text.size()) {
@@ -117,7 +117,7 @@ std::string ExtractContent(std::string_view text, const std::vector<Line>& lines
 /// ParseBlocks for text already known to be valid UTF-8.
 std::vector<std::string> ParseValid(std::string_view text, const Markers& m, const std::string& path) {
   if (!MentionsKey(text, m)) return {};
-  std::vector<Line> lines = SplitLines(text);
+  std::vector<Line> lines = SplitLineSpans(text);
   std::vector<std::string> out;
   for (const Span& span : ScanMarkers(text, lines, m, path)) out.push_back(ExtractContent(text, lines, span));
   return out;
@@ -219,7 +219,7 @@ void UpdateBlock(MemoryFileMap& files, std::string_view key, const std::string& 
                             key, path, m.start, m.end),
                 path);
   }
-  std::vector<Line> lines = SplitLines(*text);
+  std::vector<Line> lines = SplitLineSpans(*text);
   std::vector<Span> spans = ScanMarkers(*text, lines, m, path);
   if (spans.empty()) {
     throw Error(ErrorKind::kNotFound, fmt::format("Block with key '{}' not found in {}", key, path), path);

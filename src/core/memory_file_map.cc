@@ -30,10 +30,6 @@ std::vector<std::string_view> Components(std::string_view path) {
   return out;
 }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 bool MetaEmpty(const FileMeta& m) { return !m.mode && !m.mtime; }
 
 }  // namespace
@@ -45,8 +41,8 @@ bool IsIgnoredPath(std::string_view path) {
   }
   if (parts.empty()) return false;
   const std::string_view name = parts.back();
-  return name == ".DS_Store" || name == "Thumbs.db" || EndsWith(name, ".pyc") || EndsWith(name, ".pyo") ||
-         EndsWith(name, ".swp");
+  return name == ".DS_Store" || name == "Thumbs.db" || name.ends_with(".pyc") || name.ends_with(".pyo") ||
+         name.ends_with(".swp");
 }
 
 std::string NormalizeMemberPath(std::string_view name, const std::string& source) {

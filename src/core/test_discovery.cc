@@ -23,10 +23,6 @@ namespace {
 
 constexpr int kCacheFormat = 1;
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::optional<TestLists> ReadCache(const std::filesystem::path& file) {
   const std::optional<std::string> text = ReadFileBytes(file);
   if (!text) return std::nullopt;
@@ -74,7 +70,7 @@ bool AffectsTestCollection(std::string_view path) {
   for (const char* exact : {"pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "conftest.py"})
     if (name == exact) return true;
   for (const char* ext : {".py", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".txt", ".csv"})
-    if (EndsWith(name, ext)) return true;
+    if (name.ends_with(ext)) return true;
   return false;
 }
 

@@ -14,6 +14,7 @@
 #include "kernelfoundry/kernelbench.hpp"
 
 #include "core/files.hpp"
+#include "core/strings.hpp"
 #include "core/temp_dir.hpp"
 #include "kernelfoundry/process.hpp"
 #include "pipeline/kernelbench_templates.hpp"
@@ -26,12 +27,6 @@ namespace fs = std::filesystem;
 bool IsIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 bool IsIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 
-std::string Trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b])) != 0) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])) != 0) --e;
-  return std::string(s.substr(b, e - b));
-}
 
 // A constant arithmetic expression: digits, '.', 'e'/'E' and '_' inside numbers, + - * / % ( ) and spaces,
 // with at least one digit.
@@ -73,7 +68,7 @@ bool ParseSizeLine(const std::string& line, std::string* name, std::string* expr
   if (i >= line.size() || line[i] != '=' || (i + 1 < line.size() && line[i + 1] == '=')) return false;
   std::string rest = line.substr(i + 1);
   size_t hash = rest.find('#');
-  *expr = Trim(hash == std::string::npos ? rest : rest.substr(0, hash));
+  *expr = std::string(Trim(hash == std::string::npos ? rest : rest.substr(0, hash)));
   return IsConstantExpression(*expr);
 }
 

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "core/files.hpp"
+#include "core/strings.hpp"
 #include "kernelfoundry/cache_dir.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
@@ -64,12 +65,7 @@ std::string Probe(std::vector<std::string> argv, std::map<std::string, std::stri
   }
 }
 
-std::string Trim(std::string s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
+std::string Trimmed(std::string_view s) { return std::string(Trim(s)); }
 
 std::string CpuModel() {
   std::ifstream in("/proc/cpuinfo");
@@ -77,7 +73,7 @@ std::string CpuModel() {
   while (std::getline(in, line)) {
     if (line.rfind("model name", 0) == 0) {
       size_t colon = line.find(':');
-      if (colon != std::string::npos) return Trim(line.substr(colon + 1));
+      if (colon != std::string::npos) return Trimmed(line.substr(colon + 1));
     }
   }
   return "";
@@ -146,11 +142,11 @@ MachineFacts GatherMachine() {
   std::stringstream ss(gpu.get());
   std::string line;
   while (std::getline(ss, line)) {
-    line = Trim(line);
+    line = Trimmed(line);
     if (line.empty()) continue;
     size_t comma = line.rfind(',');
-    std::string name = Trim(comma == std::string::npos ? line : line.substr(0, comma));
-    std::string cap = comma == std::string::npos ? "" : Trim(line.substr(comma + 1));
+    std::string name = Trimmed(comma == std::string::npos ? line : line.substr(0, comma));
+    std::string cap = comma == std::string::npos ? "" : Trimmed(line.substr(comma + 1));
     if (m.gpu_name.empty()) m.gpu_name = name;
     if (!cap.empty()) m.caps += (m.caps.empty() ? "" : " ") + cap;
   }
@@ -168,7 +164,7 @@ PythonFacts GatherPython() {
   auto python = std::async(std::launch::async, [] { return ParseToolVersion(Probe({TaskPython(), "--version"})); });
   const char* script = "import importlib.metadata as m\ntry:\n print(m.version('torch'))\nexcept Exception:\n pass";
   PythonFacts p;
-  p.torch = Trim(Probe({TaskPython(), "-c", script}));
+  p.torch = Trimmed(Probe({TaskPython(), "-c", script}));
   p.python = python.get();
   return p;
 }

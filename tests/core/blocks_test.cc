@@ -23,17 +23,6 @@ double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-/// Runs f and returns the kf::Error it throws (fails the test when it does not throw).
-template <class F>
-Error ErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a kf::Error";
-  return Error(ErrorKind::kInternal, "no error");
-}
 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -59,7 +48,7 @@ TEST(BlockGetProbes, EveryCaseMatchesReferenceOrDocumentedFix) {
       if (name == "unclosed_at_eof" && std::string(key) == "EVOLVE") {
         // Deliberate difference: the reference silently drops an unclosed START in get_block (but raises in
         // update_block); we raise in both, with the update_block message.
-        Error e = ErrorOf([&] { GetBlock(files, key); });
+        Error e = testing::ErrorOf([&] { GetBlock(files, key); });
         EXPECT_EQ(e.kind(), ErrorKind::kParse);
         EXPECT_TRUE(Contains(e.message(), "[EVOLVE_START] without matching [EVOLVE_END] in k.cpp")) << e.what();
         EXPECT_EQ(e.file(), "k.cpp");
@@ -67,13 +56,13 @@ TEST(BlockGetProbes, EveryCaseMatchesReferenceOrDocumentedFix) {
       } else if (name == "start_and_end_same_line" && std::string(key) == "EVOLVE") {
         // Deliberate difference: the reference opens a block on "[EVOLVE_START] x [EVOLVE_END]" and ignores the
         // END on it (a misparse, spec §6); both markers of one key on one line is ambiguous, so we reject it.
-        Error e = ErrorOf([&] { GetBlock(files, key); });
+        Error e = testing::ErrorOf([&] { GetBlock(files, key); });
         EXPECT_EQ(e.kind(), ErrorKind::kParse);
         EXPECT_TRUE(Contains(e.message(), "[EVOLVE_START] and [EVOLVE_END] on the same line in k.cpp")) << e.what();
       } else if (want.contains("ok")) {
         EXPECT_EQ(GetBlock(files, key), ToBlockMap(want["ok"]));
       } else {
-        Error e = ErrorOf([&] { GetBlock(files, key); });
+        Error e = testing::ErrorOf([&] { GetBlock(files, key); });
         EXPECT_EQ(e.kind(), ErrorKind::kParse);
         EXPECT_TRUE(Contains(e.message(), want["error"]["message"].get<std::string>())) << e.what();
       }
@@ -100,7 +89,7 @@ TEST(BlockGetProbes, AllowListMatchesReference) {
 
 TEST(BlockParse, UnclosedStartIsAnErrorInGet) {
   // Regression (spec §6): the reference's get_block silently discarded "[EVOLVE_START]\nx" at end of file.
-  Error e = ErrorOf([] { ParseBlocks("a\n// [EVOLVE_START]\nx = 1\n", "EVOLVE", "k.cpp"); });
+  Error e = testing::ErrorOf([] { ParseBlocks("a\n// [EVOLVE_START]\nx = 1\n", "EVOLVE", "k.cpp"); });
   EXPECT_EQ(e.kind(), ErrorKind::kParse);
   EXPECT_EQ(e.message(), "[EVOLVE_START] without matching [EVOLVE_END] in k.cpp at line 2");
   EXPECT_EQ(e.file(), "k.cpp");
@@ -108,10 +97,10 @@ TEST(BlockParse, UnclosedStartIsAnErrorInGet) {
 }
 
 TEST(BlockParse, NestedAndStrayNameFileAndLine) {
-  Error nested = ErrorOf([] { ParseBlocks("# [X_START]\n# [X_START]\n# [X_END]\n", "X", "a/k.py"); });
+  Error nested = testing::ErrorOf([] { ParseBlocks("# [X_START]\n# [X_START]\n# [X_END]\n", "X", "a/k.py"); });
   EXPECT_EQ(nested.message(), "Nested [X_START] found in a/k.py at line 2");
   EXPECT_EQ(nested.field(), "line 2");
-  Error stray = ErrorOf([] { ParseBlocks("x\r\ny\r\n# [X_END]\r\n", "X", "k.py"); });
+  Error stray = testing::ErrorOf([] { ParseBlocks("x\r\ny\r\n# [X_END]\r\n", "X", "k.py"); });
   EXPECT_EQ(stray.message(), "[X_END] found without matching [X_START] in k.py at line 3");
 }
 
@@ -125,7 +114,7 @@ TEST(BlockParse, ContentTrimmingAndLineEndings) {
   EXPECT_EQ(ParseBlocks("[E_START]\n[E_END]\n[E_START]\n[F_START]\n[E_END]\n", "E", "k.txt"),
             (std::vector<std::string>{"", "[F_START]\n"}));
   EXPECT_TRUE(ParseBlocks("no markers here\n", "E", "k.txt").empty());
-  EXPECT_EQ(ErrorOf([] { ParseBlocks("\xff", "E", "k.txt"); }).kind(), ErrorKind::kParse);
+  EXPECT_EQ(testing::ErrorOf([] { ParseBlocks("\xff", "E", "k.txt"); }).kind(), ErrorKind::kParse);
 }
 
 TEST(BlockParse, ErrorsOfSeveralFilesAreReportedTogether) {
@@ -134,14 +123,14 @@ TEST(BlockParse, ErrorsOfSeveralFilesAreReportedTogether) {
   files.Set("b.cpp", "// [EVOLVE_START]\n// [EVOLVE_START]\n// [EVOLVE_END]\n");
   files.Set("c.txt", "\xff\xfe bad");
   files.Set("d.cpp", "// [REFERENCE_END]\n");  // another key: not part of GetBlock(EVOLVE)
-  Error e = ErrorOf([&] { GetBlock(files, "EVOLVE"); });
+  Error e = testing::ErrorOf([&] { GetBlock(files, "EVOLVE"); });
   EXPECT_EQ(e.kind(), ErrorKind::kParse);
   EXPECT_EQ(e.file(), "a.yaml");
   EXPECT_TRUE(Contains(e.message(), "[EVOLVE_START] without matching [EVOLVE_END] in a.yaml at line 1"));
   EXPECT_TRUE(Contains(e.message(), "Nested [EVOLVE_START] found in b.cpp at line 2"));
   EXPECT_TRUE(Contains(e.message(), "c.txt is not valid UTF-8: 'utf-8' codec can't decode byte 0xff in position 0"));
   EXPECT_FALSE(Contains(e.message(), "d.cpp"));
-  EXPECT_TRUE(Contains(ErrorOf([&] { GetAllBlocks(files); }).message(), "[REFERENCE_END] found without"));
+  EXPECT_TRUE(Contains(testing::ErrorOf([&] { GetAllBlocks(files); }).message(), "[REFERENCE_END] found without"));
 }
 
 // ---------------------------------------------------------------- fixture tasks
@@ -163,13 +152,13 @@ TEST(BlockFixtures, BlocksOfEveryGoodFixtureMatchGolden) {
 }
 
 TEST(BlockFixtures, BadFixturesFailWithReferenceMessages) {
-  Error nested = ErrorOf([] { GetAllBlocks(LoadFixture("bad_blocks")); });
+  Error nested = testing::ErrorOf([] { GetAllBlocks(LoadFixture("bad_blocks")); });
   EXPECT_EQ(nested.kind(), ErrorKind::kParse);
   EXPECT_TRUE(Contains(nested.message(), testing::Golden("bad_blocks")["create"]["message"].get<std::string>()))
       << nested.what();
   // bad_blocks_unclosed: the reference accepted it at create (golden "ok"); our fix rejects it up front with the
   // message the reference only gave later from with_blocks.
-  Error unclosed = ErrorOf([] { GetAllBlocks(LoadFixture("bad_blocks_unclosed")); });
+  Error unclosed = testing::ErrorOf([] { GetAllBlocks(LoadFixture("bad_blocks_unclosed")); });
   EXPECT_TRUE(Contains(unclosed.message(),
                        testing::Golden("with_blocks")["unclosed_string"]["result"]["message"].get<std::string>()))
       << unclosed.what();
@@ -212,7 +201,7 @@ TEST(BlockUpdateProbes, ReferenceCasesWithReconstructedInputs) {
   auto failing = [&](const std::string& before, const std::string& path, size_t index) {
     MemoryFileMap files;
     files.Set("k.cpp", before);
-    Error e = ErrorOf([&] { UpdateBlock(files, "EVOLVE", path, "new\n", index); });
+    Error e = testing::ErrorOf([&] { UpdateBlock(files, "EVOLVE", path, "new\n", index); });
     EXPECT_EQ(*files.Get("k.cpp"), before);  // untouched on error
     return e;
   };
@@ -266,11 +255,11 @@ TEST(BlockUpdate, LineEndingsOfTheStartLineAreUsed) {
 TEST(BlockUpdate, RejectsContentWithMarkersAndBadFiles) {
   MemoryFileMap files;
   files.Set("k.cpp", "// [EVOLVE_START]\nold\n// [EVOLVE_END]\n");
-  EXPECT_EQ(ErrorOf([&] { UpdateBlock(files, "EVOLVE", "k.cpp", "x\n// [EVOLVE_END]\n"); }).kind(),
+  EXPECT_EQ(testing::ErrorOf([&] { UpdateBlock(files, "EVOLVE", "k.cpp", "x\n// [EVOLVE_END]\n"); }).kind(),
             ErrorKind::kInvalidArgument);
   UpdateBlock(files, "EVOLVE", "k.cpp", "// [REFERENCE_END] is fine for another key\n");
   files.Set("bad.cpp", "// [EVOLVE_START]\n\xff\n// [EVOLVE_END]\n");
-  Error e = ErrorOf([&] { UpdateBlock(files, "EVOLVE", "bad.cpp", "x"); });
+  Error e = testing::ErrorOf([&] { UpdateBlock(files, "EVOLVE", "bad.cpp", "x"); });
   EXPECT_EQ(e.kind(), ErrorKind::kParse);
   EXPECT_TRUE(Contains(e.message(), "can't decode byte 0xff in position 18: invalid start byte")) << e.what();
 }
@@ -316,7 +305,7 @@ TEST(BlockUpdateGolden, LfRewritesAreByteIdenticalToReference) {
   {
     // multi_block_too_many_contents: index 1 of a one-block file.
     MemoryFileMap files = LoadFixture("multi_block");
-    Error e = ErrorOf([&] { UpdateBlock(files, "EVOLVE", "kernel_a.py", "b\n", 1); });
+    Error e = testing::ErrorOf([&] { UpdateBlock(files, "EVOLVE", "kernel_a.py", "b\n", 1); });
     EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
     EXPECT_EQ(e.message(), wb["multi_block_too_many_contents"]["result"]["message"].get<std::string>());
   }
@@ -351,12 +340,12 @@ TEST(BlockFindPath, OneBlockOrError) {
   b["USER_INSTRUCTIONS"]["a.py"] = {"x"};
   b["USER_INSTRUCTIONS"]["b.md"] = {"y"};
   EXPECT_EQ(FindPath(b, "REFERENCE"), "k.cpp");
-  Error multi = ErrorOf([&] { FindPath(b, "EVOLVE"); });
+  Error multi = testing::ErrorOf([&] { FindPath(b, "EVOLVE"); });
   EXPECT_EQ(multi.kind(), ErrorKind::kInvalidArgument);
   EXPECT_EQ(multi.message(), testing::Golden("with_blocks")["multi_block_string_rejected"]["result"]["message"]
                                  .get<std::string>());
-  EXPECT_EQ(ErrorOf([&] { FindPath(b, "USER_INSTRUCTIONS"); }).kind(), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(ErrorOf([&] { FindPath(b, "OTHER"); }).kind(), ErrorKind::kNotFound);
+  EXPECT_EQ(testing::ErrorOf([&] { FindPath(b, "USER_INSTRUCTIONS"); }).kind(), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(testing::ErrorOf([&] { FindPath(b, "OTHER"); }).kind(), ErrorKind::kNotFound);
 }
 
 TEST(BlockJson, RoundTripKeyOrderAndErrors) {
@@ -374,12 +363,12 @@ TEST(BlockJson, RoundTripKeyOrderAndErrors) {
   EXPECT_EQ(BlocksFromJson(j, "task.json"), b);
   EXPECT_EQ(BlocksFromJson(ParseJson(DumpJson(j), "x"), "x"), b);
 
-  Error e = ErrorOf([] { BlocksFromJson(ParseJson(R"({"EVOLVE": {"k.cpp": ["a", null]}})", "x"), "task.json"); });
+  Error e = testing::ErrorOf([] { BlocksFromJson(ParseJson(R"({"EVOLVE": {"k.cpp": ["a", null]}})", "x"), "task.json"); });
   EXPECT_EQ(e.kind(), ErrorKind::kParse);
   EXPECT_EQ(e.file(), "task.json");
   EXPECT_EQ(e.field(), "blocks.EVOLVE.k.cpp[1]");
-  EXPECT_EQ(ErrorOf([] { BlocksFromJson(Json::array(), "t"); }).kind(), ErrorKind::kParse);
-  EXPECT_EQ(ErrorOf([] { BlocksFromJson(ParseJson(R"({"E": {"k": "str"}})", "x"), "t"); }).kind(), ErrorKind::kParse);
+  EXPECT_EQ(testing::ErrorOf([] { BlocksFromJson(Json::array(), "t"); }).kind(), ErrorKind::kParse);
+  EXPECT_EQ(testing::ErrorOf([] { BlocksFromJson(ParseJson(R"({"E": {"k": "str"}})", "x"), "t"); }).kind(), ErrorKind::kParse);
 }
 
 }  // namespace

@@ -9,17 +9,6 @@
 namespace kf {
 namespace {
 
-template <class F>
-Error ErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a kf::Error";
-  return Error(ErrorKind::kInternal, "no error");
-}
-
 const Json& Probes() {
   static const Json probes = testing::Golden("probes");
   return probes;
@@ -54,7 +43,7 @@ TEST(ProcessResult, EncodeDecodeRoundTrip) {
 
 TEST(ProcessResult, DecodeRejectsUnknownKeysAndWrongTypes) {
   // The reference raises TypeError "ProcessResult.__init__() got an unexpected keyword argument 'extra'".
-  Error e = ErrorOf([] {
+  Error e = testing::ErrorOf([] {
     ProcessResult::Decode(ParseJson(R"({"returncode":0,"stdout":"","stderr":"","extra":1})", "x"));
   });
   EXPECT_EQ(e.kind(), ErrorKind::kParse);
@@ -65,7 +54,7 @@ TEST(ProcessResult, DecodeRejectsUnknownKeysAndWrongTypes) {
                           R"({"returncode":1.5,"stdout":"","stderr":""})", R"({"returncode":0,"stdout":1,"stderr":""})",
                           R"({"returncode":0,"stdout":"","stderr":"","message":3})", R"([1])",
                           R"({"returncode":18446744073709551615,"stdout":"","stderr":""})"}) {
-    EXPECT_EQ(ErrorOf([&] { ProcessResult::Decode(ParseJson(bad, "x")); }).kind(), ErrorKind::kParse) << bad;
+    EXPECT_EQ(testing::ErrorOf([&] { ProcessResult::Decode(ParseJson(bad, "x")); }).kind(), ErrorKind::kParse) << bad;
   }
 }
 
@@ -159,9 +148,9 @@ TEST(TestResult, DecodeNullAndRealReferenceEncodings) {
       EXPECT_EQ(DumpJson(decoded->Encode()), DumpJson(tr));
     }
   }
-  EXPECT_EQ(ErrorOf([] { TestResult::Decode(ParseJson(R"({"trace_results": {"t": 1}})", "x")); }).field(),
+  EXPECT_EQ(testing::ErrorOf([] { TestResult::Decode(ParseJson(R"({"trace_results": {"t": 1}})", "x")); }).field(),
             "TestResult.trace_results.t");
-  EXPECT_EQ(ErrorOf([] { TestResult::Decode(ParseJson(R"({"results_per_gpu": {"a": null}})", "x")); }).kind(),
+  EXPECT_EQ(testing::ErrorOf([] { TestResult::Decode(ParseJson(R"({"results_per_gpu": {"a": null}})", "x")); }).kind(),
             ErrorKind::kParse);
 }
 

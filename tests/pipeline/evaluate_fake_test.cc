@@ -16,19 +16,15 @@
 
 #include "kernelfoundry/evaluate.hpp"
 #include "fake_task.hpp"
+#include "pipeline_util.hpp"
 #include "test_util.hpp"
 
 namespace kf {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Passed;
 
-PhaseRun Passed(const std::string& stdout_text = "") {
-  PhaseRun r;
-  r.result = ProcessResult{0, stdout_text, "", std::nullopt, std::nullopt};
-  r.verdict = {EvalStatus::kCorrect, ""};
-  return r;
-}
 
 PhaseRun Timed(double ms) {
   PhaseRun r = Passed();

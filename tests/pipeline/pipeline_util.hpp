@@ -27,6 +27,14 @@ inline void UseTestCache() {
   }
 }
 
+/// A phase run that passed: exit code 0, `stdout_text`, verdict correct (for fake harnesses).
+inline PhaseRun Passed(const std::string& stdout_text = "") {
+  PhaseRun r;
+  r.result = ProcessResult{0, stdout_text, "", std::nullopt, std::nullopt};
+  r.verdict = {EvalStatus::kCorrect, ""};
+  return r;
+}
+
 /// Copies a directory tree (fixtures are read-only: the copies are made writable).
 /// A shell command running this build's kf with `args` (already shell-quoted) and the shared test cache.
 inline std::string KfCommand(const std::string& args) {

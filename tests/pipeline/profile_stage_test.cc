@@ -14,15 +14,10 @@
 namespace kf {
 namespace {
 
+using testing::Passed;
 using testing::TempDir;
 using testing::WriteFile;
 
-PhaseRun Passed() {
-  PhaseRun r;
-  r.result = ProcessResult{0, "", "", std::nullopt, std::nullopt};
-  r.verdict = {EvalStatus::kCorrect, ""};
-  return r;
-}
 
 /// A harness whose runs are scripted; its profiling command is a shell script writing a passing report.
 class ProfilingFake final : public Harness {
