@@ -66,8 +66,9 @@ _MEASURE_DEFAULTS = pytest.StashKey[dict]()
 
 
 def pytest_addhooks(pluginmanager):
-    """Loads kf's hooks (kernelfoundry.plugin) once, by name: a no-op when ``-p kernelfoundry.plugin`` did."""
-    pluginmanager.import_plugin("kernelfoundry.plugin")
+    """Registers kf's hooks (kernelfoundry.plugin) once, by name: a no-op when ``-p kernelfoundry.plugin`` did."""
+    if pluginmanager.get_plugin("kernelfoundry.plugin") is None and not pluginmanager.is_registered(_plugin):
+        pluginmanager.register(_plugin, "kernelfoundry.plugin")
 
 
 def pytest_addoption(parser):

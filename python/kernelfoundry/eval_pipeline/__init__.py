@@ -33,7 +33,7 @@ __all__ = ["Task", "ProcessResult", "BuildResult", "TestResult", "MemoryFileMap"
            "open_store", "ResultStore", "Error"]
 
 
-def _core():
+def _load_core():
     """The compiled core, with a clear error when it is not built or not on the path."""
     try:
         return importlib.import_module("._core", __name__)
@@ -46,10 +46,10 @@ def _core():
 def __getattr__(name: str) -> Any:
     """Loads a public name (and the compiled core) on first access."""
     if name == "_core":
-        return _core()
+        return _load_core()
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    _core()
+    _load_core()
     value = getattr(importlib.import_module(_LAZY[name], __name__), name)
     globals()[name] = value
     return value
