@@ -483,17 +483,25 @@ def _measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
     return record
 
 
-def unpaired_record(cand: Capture, opts: dict, why: str) -> dict:
-    """The candidate timed alone (the classic loop, its input sets rotating) when the pair cannot be formed."""
-    target, args_list, kwargs_list = cand.target, cand.args_list, cand.kwargs_list
-    if cand.remote is not None:  # one round trip per call, the inputs resident in the executor
-        bounds = cand.bounds
+_LOOP_OPTIONS = ("warmup_min_time", "warmup_min_iters", "inner_loop_min_time", "perf_trials_min_iters",
+                 "perf_trials_min_time")
+
+
+def time_alone(cap: Capture, loop: dict) -> list:
+    """The capture's target timed alone by the classic loop (its input sets rotating; an executor side as one round
+    trip per call with resident inputs): per-call ms, one per trial."""
+    target, args_list, kwargs_list = cap.target, cap.args_list, cap.kwargs_list
+    if cap.remote is not None:
+        bounds = cap.bounds
         target, args_list, kwargs_list = (lambda k: bounds[k].call()), [(k,) for k in range(len(bounds))], \
             [{} for _ in bounds]
-    r = _measure_loop(target, cand.sync, args_list=args_list if any(args_list) else None,
+    r = _measure_loop(target, cap.sync, args_list=args_list if any(args_list) else None,
                       kwargs_list=kwargs_list if any(kwargs_list) else None,
-                      **{k: v for k, v in cand.options.items() if k in (
-                          "warmup_min_time", "warmup_min_iters", "inner_loop_min_time", "perf_trials_min_iters",
-                          "perf_trials_min_time")})
+                      **{k: v for k, v in loop.items() if k in _LOOP_OPTIONS})
+    return list(r["trials_ms"])
+
+
+def unpaired_record(cand: Capture, opts: dict, why: str) -> dict:
+    """The candidate timed alone (the classic loop with the test's knobs) when the pair cannot be formed."""
     return {"paired": False, "status": "correct", "detail": f"not paired: {why}",
-            "candidate_ms": list(r["trials_ms"])}
+            "candidate_ms": time_alone(cand, cand.options)}

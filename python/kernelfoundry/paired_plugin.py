@@ -94,8 +94,9 @@ def capture_fn(state: dict, store: dict, nodeid: str, samples: list, sync_for: C
     """The measurement function of paired item `nodeid` (measure_runtime's call form; the second argument is
     sync_fn or a torch device, turned into a sync function by `sync_for`): captures the call; once the reference
     side captured the same measurement (same test, same call index), the pair is timed and its record stored.
-    Returns [] on the candidate side, the reference's per-round ms on the reference side (also extended into an
-    ``output=`` list)."""
+    Returns [] on the candidate side (the pair is timed later, on the reference side: timing the candidate alone
+    first would call it before the pair's probe and could change what the probe sees), the reference's per-round
+    ms on the reference side (also extended into an ``output=`` list)."""
     side = side_of(nodeid)
     key = pair_key(nodeid)
 
@@ -109,11 +110,12 @@ def capture_fn(state: dict, store: dict, nodeid: str, samples: list, sync_for: C
         slot[side] = got
         samples.append(0.0)  # measured (B18): the runtimes go to the store from the pair's record
         if side == 0 or slot[0] is None:
-            return []
-        record = _paired.measure_pair(slot[0], got, state["options"])
-        state["captures"].pop((key, index))
-        store_record(state, store, key, record)
-        out = list(record.get("reference_ms", []))
+            out = []
+        else:
+            record = _paired.measure_pair(slot[0], got, state["options"])
+            state["captures"].pop((key, index))
+            store_record(state, store, key, record)
+            out = list(record.get("reference_ms", []))
         if user_output is not None:
             user_output.extend(out)
         return out

@@ -221,3 +221,35 @@ def test_measure_runtime_resumes_and_pauses_unitrace_around_the_timed_trials(tmp
     monkeypatch.setenv("KERNELFOUNDRY_PROFILER", "unitrace")
     perf.measure_runtime(lambda: None, None, **FAST)
     assert log.read_text().splitlines() == ["--resume S2", "--pause S2"]
+
+
+def test_list_mode_details_where_kf_is_lenient():
+    # kf: with a list of kwargs and no args, each call gets no positional arguments (the reference asserted).
+    rec = Recorder()
+    perf.measure_runtime(rec, None, kwargs=[{"a": 1}, {"a": 2}], **FAST)
+    assert {(a, k["a"]) for a, k in rec.calls} == {((), 1), ((), 2)}
+    # kf: a per-call entry that is not a tuple/list is that call's one argument (the reference unpacked it).
+    x0, x1 = torch.zeros(3), torch.ones(3)
+    seen = []
+    perf.measure_runtime(lambda t: seen.append(float(t.sum())), None, args=[x0, x1], kwargs=[{}, {}], **FAST)
+    assert set(seen) == {0.0, 3.0}
+
+
+def test_inside_a_paired_test_the_call_is_captured_and_timed_as_a_pair():
+    # What a test sees from measure_runtime inside a paired kf run (kernelfoundry.paired_plugin.capture_fn): []
+    # on the candidate side (nothing is timed yet), the reference's per-round ms on the reference side, where the
+    # pair is timed.
+    from kernelfoundry import paired, paired_plugin
+    state = paired_plugin.new_state(True, '{"budget_s": 1.0, "min_rounds": 4, "target_rel_half_width": 0.5}',
+                                    ValueError)
+    store: dict = {}
+    x = torch.randn(4096)
+    paired.TORCH.capture()
+    out: list = []
+    cand = paired_plugin.capture_fn(state, store, "task.py::T::t[kf-candidate]", [], lambda s: s)
+    assert cand(torch.relu, None, (x,), None, output=out) == [] and out == []
+    ref = paired_plugin.capture_fn(state, store, "task.py::T::t[kf-reference]", [], lambda s: s)
+    got = ref(lambda t: torch.clamp_min(t, 0.0), None, [x], None, output=out)
+    rec = state["records"]["task.py::T::t"]
+    assert rec["paired"] is True and got == rec["reference_ms"] == out and store["task.py::T::t"] == rec["candidate_ms"]
+    assert rec["ci"][0] <= rec["speedup"] <= rec["ci"][1]
