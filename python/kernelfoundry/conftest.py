@@ -142,19 +142,20 @@ def profiler_test_label(request):
 
 @pytest.fixture
 def _kf_measurements(request, profile_store):
-    """Per-test sample list shared by the measurement fixtures; at teardown the samples go to the store, and
-    a test that passed without measuring anything is turned into an error (B18)."""
-    samples: list = []
-    yield samples
+    """Per-test sample list shared by the measurement fixtures. Outside paired mode it is the test's
+    profile_store entry from setup on (as the reference's fixtures register ``profile_store[nodeid] = []``), so
+    the samples are visible there during the test; an entry still empty at teardown is removed, and a test that
+    passed without any runtimes recorded is turned into an error (B18)."""
     nodeid = request.node.nodeid
+    paired = _plugin.is_paired_item(request)  # paired items store their pair's record instead
+    samples: list = [] if paired else profile_store.setdefault(nodeid, [])
+    yield samples
     if samples:
-        if not _plugin.is_paired_item(request):  # paired items store their pair's record instead
-            entry = profile_store.setdefault(nodeid, [])
-            if entry is not samples:
-                entry.extend(samples)
         return
+    if not paired and profile_store.get(nodeid) is samples:
+        del profile_store[nodeid]
     report = request.node.stash.get(_plugin.CALL_REPORT, None)
-    if report is not None and report.passed:
+    if report is not None and report.passed and not profile_store.get(nodeid):
         pytest.fail(f"{nodeid} requested a measurement fixture (measure_runtime / measure_runtime_torch) but "
                     "never called it: no runtimes were recorded for this benchmark", pytrace=False)
 
@@ -182,8 +183,8 @@ def _executor_call(target: Any, call_args: Any, call_kwargs: Any) -> tuple[Calla
 
 
 def _bind(fn: Callable, samples: list, defaults: dict, store: dict, nodeid: str) -> Callable:
-    """The fixture's measurement function: `fn` with the defaults, ``output`` = the test's samples (which
-    become the test's profile_store entry at the first measurement, as the reference's fixture's list is)."""
+    """The fixture's measurement function: `fn` with the defaults and ``output`` = the test's samples (its
+    profile_store entry; made that again should the test have replaced or removed it)."""
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> list:
         user_output = kwargs.pop("output", None)
@@ -191,7 +192,8 @@ def _bind(fn: Callable, samples: list, defaults: dict, store: dict, nodeid: str)
         if isinstance(target, _Executor):  # the function under test in its own process: inputs resident
             target, call_args, call_kwargs = _executor_call(target, call_args, call_kwargs)
         result = fn(target, second, call_args, call_kwargs, **{**defaults, **options}, output=samples)
-        store.setdefault(nodeid, samples)
+        if store.get(nodeid) is not samples:
+            store.setdefault(nodeid, []).extend(result)
         if user_output is not None:
             user_output.extend(result)
         return result

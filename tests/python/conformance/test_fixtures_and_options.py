@@ -69,6 +69,7 @@ TASK = textwrap.dedent('''
 
         @pytest.mark.performance
         def test_positional_and_options(self, measure_runtime, profile_store, request):
+            assert profile_store[request.node.nodeid] == []   # registered by the fixture, as the reference does
             out = []
             got = measure_runtime(kernel, lambda: None, (X,), {}, auto_replicate_inputs_size=0, output=out,
                                   info_str="dev cpu,", warmup_min_iters=3)
