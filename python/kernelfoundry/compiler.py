@@ -43,7 +43,8 @@ from typing import Optional, Sequence, Union
 
 from . import pch as _pch
 
-__all__ = ["compile_torch_extension", "BuildTimeout", "build_budget", "LOAD_FAILED_EXIT", "BUILD_TIMEOUT_EXIT"]
+__all__ = ["compile_torch_extension", "BuildTimeout", "build_budget", "LOAD_FAILED_EXIT", "BUILD_TIMEOUT_EXIT",
+           "BaseKernelCompiler", "TorchCompiler", "IcpxCompiler", "find_built_extension", "extension_suffix"]
 
 #: Exit code of the child when the extension compiled but could not be imported (the "load" phase).
 LOAD_FAILED_EXIT = 87
@@ -260,11 +261,14 @@ def _write_out(text: str) -> None:
     sys.stdout.flush()
 
 
-def _run_child(cmd, env: dict, cwd: Path, timeout: float, limit: str, limit_s: float) -> tuple[int, str]:
+def _run_child(cmd, env: dict, cwd: Path, timeout: float, limit: str, limit_s: float,
+               echo: bool = True) -> tuple[int, str]:
     """Runs cmd (an argv, or a callable returning an exit code: run in a child forked from this interpreter) in
     its own session, streaming its output (stdout + stderr) to our stdout as it arrives and printing
-    CPU-progress heartbeats while it is silent; on timeout kills its whole process tree and raises
-    BuildTimeout. Returns (exit code, the last _TAIL_BYTES of its output)."""
+    CPU-progress heartbeats while it is silent (``echo`` False: neither, the output is only returned); on
+    timeout kills its whole process tree and raises BuildTimeout. Returns (exit code, the last _TAIL_BYTES of
+    its output)."""
+    write = _write_out if echo else (lambda text: None)
     if callable(cmd):
         proc = _ForkedChild(cmd, env, cwd)
     else:
@@ -290,7 +294,7 @@ def _run_child(cmd, env: dict, cwd: Path, timeout: float, limit: str, limit_s: f
                 proc.wait()
                 text = decoder.decode(b"", final=True)
                 if text:
-                    _write_out(text)
+                    write(text)
                 raise BuildTimeout(f"compilation timed out after {limit_s:g} s ({limit}); build processes killed\n"
                                    + tail.decode("utf-8", "replace"), limit_s, limit)
             if eof:
@@ -307,14 +311,14 @@ def _run_child(cmd, env: dict, cwd: Path, timeout: float, limit: str, limit_s: f
                 if not chunk:
                     eof = True
                     continue
-                _write_out(decoder.decode(chunk))
+                write(decoder.decode(chunk))
                 tail += chunk
                 del tail[:-_TAIL_BYTES]
                 last_output = time.monotonic()
             elif now - last_output >= heartbeat:
                 cpu = _tree_cpu_seconds(proc.pid)
                 if cpu > last_cpu + 0.2:
-                    _write_out(f"kernelfoundry: still compiling ({now - start:.0f} s, {cpu:.0f} s CPU so far)\n")
+                    write(f"kernelfoundry: still compiling ({now - start:.0f} s, {cpu:.0f} s CPU so far)\n")
                 last_cpu = cpu
                 last_output = now
     except BaseException:  # e.g. KeyboardInterrupt or BuildTimeout: never leave compilers behind
@@ -327,12 +331,16 @@ def _run_child(cmd, env: dict, cwd: Path, timeout: float, limit: str, limit_s: f
         proc.stdout.close()
     text = decoder.decode(b"", final=True)
     if text:
-        _write_out(text)
+        write(text)
     return proc.returncode, tail.decode("utf-8", "replace")
 
 
-def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[str], gpu_arch: str,
-                 timeout: float, limit: str, limit_s: float) -> Path:
+def _torch_build_rc(name: str, sources: list[Path], build_dir: Path, cflags: list[str], gpu_arch: str,
+                    timeout: float, limit: str, limit_s: float, echo: bool = True) -> tuple[int, str]:
+    """``torch.utils.cpp_extension.load`` of the sources into ``build_dir`` in a child (forked when torch is
+    loaded here and no thread pool runs, else a fresh interpreter). Returns (exit code: 0, LOAD_FAILED_EXIT
+    when it compiled but would not import, anything else for a failed compile; the merged output's tail).
+    Raises BuildTimeout when the limit fires."""
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     if gpu_arch and gpu_arch not in ("cpu", "native"):
@@ -343,7 +351,7 @@ def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[s
            "ldflags": [f[len(_LDFLAG_PREFIX):] for f in cflags if f.startswith(_LDFLAG_PREFIX)]}
     if not any(s.suffix in (".cu", ".cuh") for s in sources):  # nvcc compiles .cu files: no GCC PCH there
         extra, note = _pch.lookup(cfg["cflags"])
-        if note:
+        if note and echo:
             _write_out(f"kernelfoundry: {note}\n")
         if extra:
             cfg["cflags"] = cfg["cflags"] + extra
@@ -353,9 +361,18 @@ def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[s
         cmd = lambda: _load_extension(cfg)  # noqa: E731
     else:
         cmd = [sys.executable, "-u", "-c", _CHILD, json.dumps(cfg), str(Path(__file__).resolve().parents[1])]
-    rc, out = _run_child(cmd, env, build_dir, timeout, limit, limit_s)
+    return _run_child(cmd, env, build_dir, timeout, limit, limit_s, echo=echo)
+
+
+def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[str], gpu_arch: str,
+                 timeout: float, limit: str, limit_s: float) -> Path:
+    """_torch_build_rc, raising RuntimeError (with the output) unless ``build_dir/<name>.so`` was built."""
+    rc, out = _torch_build_rc(name, sources, build_dir, cflags, gpu_arch, timeout, limit, limit_s)
     if rc == LOAD_FAILED_EXIT:
-        raise RuntimeError(f"torch extension '{name}' compiled but failed to load (exit {rc}):\n{out}")
+        raise RuntimeError(f"torch extension '{name}' compiled but failed to load (exit {rc}): the compiler and "
+                           f"linker reported no error, the module itself would not import (a missing "
+                           f"PyInit_{name} usually means the sources define no module, e.g. an empty EVOLVE "
+                           f"block):\n{out}")
     if rc != 0:
         raise RuntimeError(f"failed to compile torch extension '{name}' (exit {rc}):\n{out}")
     built = build_dir / f"{name}.so"
@@ -365,7 +382,7 @@ def _build_torch(name: str, sources: list[Path], build_dir: Path, cflags: list[s
 
 
 def _build_icpx(name: str, sources: list[Path], build_dir: Path, cflags: list[str], gpu_arch: str,
-                timeout: float, limit: str, limit_s: float) -> Path:
+                timeout: float, limit: str, limit_s: float, echo: bool = True) -> Path:
     """SYCL build with icpx: compile, device-link, link against torch (spec §4.3 item 8)."""
     if shutil.which("icpx") is None:
         raise RuntimeError("backend 'icpx' needs the icpx compiler on PATH")
@@ -387,8 +404,10 @@ def _build_icpx(name: str, sources: list[Path], build_dir: Path, cflags: list[st
     log = []
     end = time.monotonic() + timeout
     for cmd in steps:
-        _write_out("$ " + " ".join(cmd) + "\n")
-        rc, out = _run_child(cmd, dict(os.environ), build_dir, max(end - time.monotonic(), 0.0), limit, limit_s)
+        if echo:
+            _write_out("$ " + " ".join(cmd) + "\n")
+        rc, out = _run_child(cmd, dict(os.environ), build_dir, max(end - time.monotonic(), 0.0), limit, limit_s,
+                             echo=echo)
         log.append("$ " + " ".join(cmd) + "\n" + out)
         if rc != 0:
             raise RuntimeError(f"failed to compile extension '{name}' with icpx (exit {rc}):\n" + "\n".join(log))
@@ -442,3 +461,8 @@ def compile_torch_extension(extension_name: str, src: Union[PathLike, Sequence[P
     finally:
         shutil.rmtree(build_dir, ignore_errors=True)
     return [str(dest)]
+
+
+# The reference's compiler classes (TorchCompiler, IcpxCompiler), over the machinery above.
+from .kernel_compilers import (BaseKernelCompiler, IcpxCompiler, TorchCompiler, extension_suffix,  # noqa: E402
+                               find_built_extension)

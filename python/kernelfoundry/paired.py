@@ -35,6 +35,7 @@ import time
 from typing import Any, Callable, Optional
 
 from . import _measure
+from .measure import input_sets as _input_sets
 
 try:
     from .executor import Executor as _Executor
@@ -166,33 +167,49 @@ def compare_outputs(actual: Any, expected: Any, opts: dict, path: str = "output"
 
 
 class Capture:
-    """One measurement call of one side, held until its pair arrives. A target that is a
-    kernelfoundry.executor.Executor (the function under test in a process of its own) is bound once: its inputs
-    are the shared-memory tensors the executor reads, a call is one round trip, and the output is copied over
-    only when it is compared.
+    """One measurement call of one side, held until its pair arrives. ``args``/``kwargs`` are measure_runtime's
+    forms (kernelfoundry.measure.input_sets): one input set, or lists of per-call sets that rotate — call k of a
+    sample uses set k mod n (``rewind()`` restarts at set 0), ``last`` is the set the latest call used, and
+    ``inputs`` are the arrays of every set (all of them get the round's values). A target that is a
+    kernelfoundry.executor.Executor (the function under test in a process of its own) is bound once per set:
+    its inputs are the shared-memory tensors the executor reads, a call is one round trip, and the output is
+    copied over only when it is compared.
 
     Layouts. A process's memory and code layout moves its speed by a few per cent for its whole life, and
     processes started close together in time get similar layouts (measured: executors started first ran ~1 %
     slower than those started after them, whichever side they served; include/kernelfoundry/paired.hpp).
     ``add_layouts(cand, ref, n)`` gives executor sides n fresh executors each, started together in a balanced
     order; ``select(round, block)`` makes layout ``(round // block) mod n`` the active one (``remote``,
-    ``bound``, ``inputs``, ``out`` refer to it), and ``close_layouts()`` stops them and makes the test's own
+    ``bounds``, ``inputs``, ``out`` refer to it), and ``close_layouts()`` stops them and makes the test's own
     executor active again. Opt-in: DEFAULTS["layouts"] is 1 (README, "Process layouts")."""
 
-    def __init__(self, target: Callable, sync: Optional[Callable], args: tuple, kwargs: dict, options: dict):
-        self.target, self.sync, self.args, self.kwargs, self.options = target, sync, args, kwargs, options
+    def __init__(self, target: Callable, sync: Optional[Callable], args: Any, kwargs: Any, options: dict):
+        self.args_list, self.kwargs_list = _input_sets(args, kwargs)
+        self.args, self.kwargs = self.args_list[0], self.kwargs_list[0]
+        self.target, self.sync, self.options = target, sync, options
         self.remote = None
         self._own: Any = None
         self._layouts: list = []
+        self._next = 0
+        self.last = -1
         if _Executor is not None and isinstance(target, _Executor):
             self.remote = target
-            self.bound = target.bind(args, kwargs)
-            self.inputs = self.bound.inputs
-            self._own = (self.remote, self.bound)
+            self._use(target, self.bind_sets(target))
+            self._own = (self.remote, self.bounds)
         else:
-            self.inputs = leaves((args, kwargs))
+            self.bounds = []
+            self.inputs = leaves((self.args_list, self.kwargs_list))
         self._out: Any = None
         self._out_stale = False
+
+    @property
+    def sets(self) -> int:
+        """How many input sets the calls rotate over."""
+        return len(self.args_list)
+
+    def bind_sets(self, executor: Any) -> list:
+        """One kernelfoundry.executor.Bound per input set, in `executor`."""
+        return [executor.bind(a, k) for a, k in zip(self.args_list, self.kwargs_list)]
 
     @property
     def layouts(self) -> int:
@@ -212,25 +229,40 @@ class Capture:
         if self._own is not None:
             self._use(*self._own)
 
-    def _use(self, remote: Any, bound: Any) -> None:
-        """Makes (remote, bound) the active executor; a previous call's output belongs to the old one."""
-        if bound is not self.bound:
-            self.remote, self.bound, self.inputs = remote, bound, bound.inputs
+    def _use(self, remote: Any, bounds: list) -> None:
+        """Makes (remote, bounds) the active executor; a previous call's output belongs to the old one."""
+        if getattr(self, "bounds", None) is not bounds:
+            self.remote, self.bounds = remote, bounds
+            self.inputs = [x for b in bounds for x in b.inputs]
             self._out_stale = False
             self._out = None
+            self.last = -1
+
+    def rewind(self) -> None:
+        """The next call uses input set 0 (called before every sample)."""
+        self._next = 0
 
     def call(self) -> None:
+        """One call with the next input set."""
+        i = self._next
+        self._next = i + 1 if i + 1 < len(self.args_list) else 0
+        self.last = i
         if self.remote is not None:
-            self.bound.call()
+            self.bounds[i].call()
             self._out_stale = True
         else:
-            self._out = self.target(*self.args, **self.kwargs)
+            self._out = self.target(*self.args_list[i], **self.kwargs_list[i])
+
+    def call_set(self, index: int) -> None:
+        """One call with input set `index` (outside timed windows: to compare outputs of the same set)."""
+        self._next = index
+        self.call()
 
     @property
     def out(self) -> Any:
         """The last call's output (fetched from the executor on first use after a call)."""
         if self._out_stale:
-            self._out = self.bound.output()
+            self._out = self.bounds[self.last].output()
             self._out_stale = False
         return self._out
 
@@ -251,7 +283,7 @@ def add_layouts(cand: Capture, ref: Capture, count: int) -> None:
         for cap, ex in started:
             ex.wait_ready()
         for cap, ex in started:
-            cap._layouts.append((ex, ex.bind(cap.args, cap.kwargs)))
+            cap._layouts.append((ex, cap.bind_sets(ex)))
     except BaseException:
         for cap, ex in started:
             ex.close()
@@ -351,9 +383,12 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> tuple[d
         def run(round_: int) -> None:
             capture.select(round_, int(opts["layout_block"]))
             values.load(capture, round_)
+            capture.rewind()
         return run
 
     def check(round_: int) -> Optional[str]:
+        if ref.last != cand.last and cand.last >= 0:  # rotating sets: the reference's output for the same set
+            ref.call_set(cand.last)
         problem = compare_outputs(cand.out, ref.out, opts)
         if problem:
             return f"output_changed_under_timing: {problem}"
@@ -366,7 +401,7 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> tuple[d
     loop["seed"] = seed
     loop["layouts"] = max(cand.layouts, ref.layouts)
     def side(capture: Capture) -> tuple:
-        return (prepare(capture) if capture.inputs else None, capture.call, capture.sync,
+        return (prepare(capture) if capture.inputs or capture.sets > 1 else None, capture.call, capture.sync,
                 (lambda: capture.remote.settle(opts["quiesce_max_s"])) if capture.remote is not None else None)
 
     res = _measure_paired(side(cand), side(ref), loop, check)
@@ -448,15 +483,25 @@ def _measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
     return record
 
 
-def unpaired_record(cand: Capture, opts: dict, why: str) -> dict:
-    """The candidate timed alone (the classic loop) when the pair cannot be formed."""
-    target, args_list, kwargs_list = cand.target, [cand.args], [cand.kwargs]
-    if cand.remote is not None:  # one round trip per call, the inputs resident in the executor
-        target, args_list, kwargs_list = cand.bound.call, [()], [{}]
-    r = _measure_loop(target, cand.sync, args_list=args_list if any(args_list) else None,
+_LOOP_OPTIONS = ("warmup_min_time", "warmup_min_iters", "inner_loop_min_time", "perf_trials_min_iters",
+                 "perf_trials_min_time")
+
+
+def time_alone(cap: Capture, loop: dict) -> list:
+    """The capture's target timed alone by the classic loop (its input sets rotating; an executor side as one round
+    trip per call with resident inputs): per-call ms, one per trial."""
+    target, args_list, kwargs_list = cap.target, cap.args_list, cap.kwargs_list
+    if cap.remote is not None:
+        bounds = cap.bounds
+        target, args_list, kwargs_list = (lambda k: bounds[k].call()), [(k,) for k in range(len(bounds))], \
+            [{} for _ in bounds]
+    r = _measure_loop(target, cap.sync, args_list=args_list if any(args_list) else None,
                       kwargs_list=kwargs_list if any(kwargs_list) else None,
-                      **{k: v for k, v in cand.options.items() if k in (
-                          "warmup_min_time", "warmup_min_iters", "inner_loop_min_time", "perf_trials_min_iters",
-                          "perf_trials_min_time")})
+                      **{k: v for k, v in loop.items() if k in _LOOP_OPTIONS})
+    return list(r["trials_ms"])
+
+
+def unpaired_record(cand: Capture, opts: dict, why: str) -> dict:
+    """The candidate timed alone (the classic loop with the test's knobs) when the pair cannot be formed."""
     return {"paired": False, "status": "correct", "detail": f"not paired: {why}",
-            "candidate_ms": list(r["trials_ms"])}
+            "candidate_ms": time_alone(cand, cand.options)}

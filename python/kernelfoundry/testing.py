@@ -13,6 +13,14 @@ Two rules the reference lacked (issue 10, faults 3 and 4), applied by every help
   different output dtype says so explicitly with ``check_dtype=False``. Python scalars and lists have no
   dtype of their own and are never dtype-checked.
 
+**Reference signatures.** ``assert_allclose(actual, expected, *, epsilon, rtol, ratio_below_max_err, msg,
+err_stats)``; ``all_close_with_slack(output_reference, output_kernel, epsilon, max_rel_err, ratio_below_max_err)``
+and ``cosine_similarity(output_reference, output_kernel, min_sim)`` return a bool (the relative error is taken
+against ``output_reference``). ``check_dtype`` is ours (keyword-only). all_close_with_slack and
+cosine_similarity apply the non-finite rule in both directions (NaN/Inf on one side where the other is finite
+fails), so their verdict does not depend on which order a task passes the outputs in; cosine_similarity
+raises AssertionError (rather than returning False) for such outputs and for a dtype or size mismatch.
+
 **Low-signal check** (``kf validate --run``): with ``KF_FAKE_OUTPUT=zeros`` or ``constant`` in the environment,
 ``assert_allclose`` and ``cosine_similarity`` ignore ``actual`` and check an all-zeros output (or one filled
 with the mean of ``expected``) instead. A check that such an output passes raises an AssertionError whose
@@ -24,7 +32,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -107,18 +115,25 @@ def _mismatch_report(a: np.ndarray, e: np.ndarray, rel: np.ndarray, ok: np.ndarr
     return msg
 
 
-def all_close_with_slack(actual: Any, expected: Any, epsilon: float = 1e-7, rtol: float = 0.01,
-                         ratio_below_max_err: float = 0.99, check_dtype: bool = True) -> bool:
-    """True when more than ``ratio_below_max_err`` of the elements have ``|a-e| / (|e| + epsilon) < rtol``
-    and no element is NaN/Inf where the reference is finite (an empty pair of equal shape is close). False
-    on a shape mismatch, and on a dtype mismatch unless ``check_dtype`` is False."""
-    if check_dtype and _check_dtype(actual, expected):
+def _finite_mismatch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where exactly one of two same-shaped arrays is NaN/Inf (either direction)."""
+    return np.isfinite(a) != np.isfinite(b)
+
+
+def all_close_with_slack(output_reference: Any, output_kernel: Any, epsilon: float = 1e-7,
+                         max_rel_err: float = 0.01, ratio_below_max_err: float = 0.99, *,
+                         check_dtype: bool = True) -> bool:
+    """True when more than ``ratio_below_max_err`` of the elements have
+    ``|kernel - reference| / (|reference| + epsilon) < max_rel_err`` and no element is NaN/Inf on one side where
+    the other is finite (an empty pair of equal shape is close). False on a shape mismatch, and on a dtype
+    mismatch unless ``check_dtype`` is False."""
+    if check_dtype and _check_dtype(output_reference, output_kernel):
         return False
     try:
-        _, _, _, ok, nonfinite = _match(actual, expected, epsilon, rtol)
+        k, r, _, ok, _ = _match(output_kernel, output_reference, epsilon, max_rel_err)
     except AssertionError:
         return False
-    if nonfinite.any():
+    if _finite_mismatch(k, r).any():
         return False
     return ok.size == 0 or float(ok.mean()) > ratio_below_max_err
 
@@ -155,23 +170,44 @@ def _low_signal_check(checker: str, check: Callable[[Any], Any], expected: Any, 
                          "cannot match")
 
 
-def assert_allclose(actual: Any, expected: Any, epsilon: float = 1e-7, rtol: float = 0.01,
-                    ratio_below_max_err: float = 0.99, check_dtype: bool = True) -> None:
+def assert_allclose(actual: Any, expected: Any, *, epsilon: float = 1e-7, rtol: float = 0.01,
+                    ratio_below_max_err: float = 0.99, msg: Optional[Union[str, Callable[[str], str]]] = None,
+                    err_stats: bool = True, check_dtype: bool = True) -> None:
     """Passes when more than ``ratio_below_max_err`` (default 99 %) of the elements have
     ``|a-e| / (|e| + epsilon) < rtol``, no element is NaN/Inf where the reference is finite, and (unless
     ``check_dtype`` is False) both dtypes agree; equal values and NaN-vs-NaN match. Otherwise raises
-    AssertionError naming the first bad index and the counts of NaN, Inf and out-of-tolerance elements.
-    Shapes must be equal."""
+    AssertionError: "Tensors not close: arrays are not equal within tolerance." with, when ``err_stats``, the
+    first bad index, the counts of NaN, Inf and out-of-tolerance elements and the reference's statistics lines
+    (mismatched elements, greatest absolute and relative difference). ``msg``: a string put before that message,
+    or a function of it returning the message to raise. Shapes must be equal."""
+    __tracebackhide__ = True  # noqa: F841 - pytest hides this frame
     mode = _fake_output_mode()
     if mode:
         _low_signal_check("assert_allclose", lambda fake: _assert_allclose(
-            fake, expected, epsilon, rtol, ratio_below_max_err, False), expected, mode)
+            fake, expected, epsilon, rtol, ratio_below_max_err, False, True), expected, mode)
         return
-    _assert_allclose(actual, expected, epsilon, rtol, ratio_below_max_err, check_dtype)
+    try:
+        _assert_allclose(actual, expected, epsilon, rtol, ratio_below_max_err, check_dtype, err_stats)
+    except AssertionError as e:
+        if msg is None:
+            raise
+        text = msg(str(e)) if callable(msg) else f"{msg}\n{e}"
+        raise AssertionError(text) from None
+
+
+def _reference_stats(a: np.ndarray, e: np.ndarray, rel: np.ndarray, ok: np.ndarray) -> str:
+    """The reference's three statistics lines."""
+    bad = int((~ok).sum())
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(a - e)
+    greatest = lambda v: float(np.nanmax(v)) if v.size and not np.isnan(v).all() else float("nan")  # noqa: E731
+    return (f"Mismatched elements: {bad} / {ok.size} ({100.0 * bad / max(ok.size, 1):.1f}%)\n"
+            f"Greatest absolute difference: {greatest(diff):.15e}\n"
+            f"Greatest relative difference: {greatest(rel):.15e}")
 
 
 def _assert_allclose(actual: Any, expected: Any, epsilon: float, rtol: float, ratio_below_max_err: float,
-                     check_dtype: bool) -> None:
+                     check_dtype: bool, err_stats: bool) -> None:
     if check_dtype:
         problem = _check_dtype(actual, expected)
         if problem:
@@ -181,45 +217,58 @@ def _assert_allclose(actual: Any, expected: Any, epsilon: float, rtol: float, ra
         return
     if not nonfinite.any() and float(ok.mean()) > ratio_below_max_err:
         return
-    raise AssertionError(_mismatch_report(a, e, rel, ok, nonfinite, epsilon, rtol, ratio_below_max_err))
+    if not err_stats:
+        raise AssertionError("Tensors not close: arrays are not equal within tolerance.")
+    report = _mismatch_report(a, e, rel, ok, nonfinite, epsilon, rtol, ratio_below_max_err)
+    raise AssertionError(report.replace("Tensors not close: ", "Tensors not close: arrays are not equal within "
+                                        "tolerance. ", 1) + "\n" + _reference_stats(a, e, rel, ok))
 
 
-def cosine_similarity(actual: Any, expected: Any, min_sim: float = 0.99985, check_dtype: bool = True) -> float:
-    """Cosine similarity of the flattened values; raises AssertionError when it is below ``min_sim``, when
-    ``actual`` has a NaN/Inf where ``expected`` is finite (naming the first such index and the counts), and
-    on a dtype mismatch unless ``check_dtype`` is False. Two all-zero inputs count as identical (1.0).
-    Returns the similarity."""
+def cosine_similarity(output_reference: Any, output_kernel: Any, min_sim: float = 0.99985, *,
+                      check_dtype: bool = True) -> bool:
+    """True when the cosine similarity of the flattened outputs is at least ``min_sim`` (two all-zero outputs
+    count as identical), else False. Raises AssertionError when one side has a NaN/Inf where the other is finite
+    (naming the first such index and the counts), on a size mismatch, and on a dtype mismatch unless
+    ``check_dtype`` is False."""
     mode = _fake_output_mode()
     if mode:
-        _low_signal_check("cosine_similarity", lambda fake: _cosine_similarity(fake, expected, min_sim, False),
-                          expected, mode)
-        return 1.0
-    return _cosine_similarity(actual, expected, min_sim, check_dtype)
+        # kf validate --run runs the reference, so both sides hold the reference's values; the one that is an
+        # array stands for the reference (a None or other placeholder is the ignored output).
+        reference = output_kernel if output_reference is None or isinstance(output_reference, str) \
+            else output_reference
+        _low_signal_check("cosine_similarity", lambda fake: _assert_similar(reference, fake, min_sim), reference,
+                          mode)
+        return True
+    return _similarity(output_reference, output_kernel, check_dtype) >= min_sim
 
 
-def _cosine_similarity(actual: Any, expected: Any, min_sim: float, check_dtype: bool) -> float:
+def _assert_similar(reference: Any, kernel: Any, min_sim: float) -> None:
+    sim = _similarity(reference, kernel, False)
+    if not sim >= min_sim:
+        raise AssertionError(f"cosine similarity {sim:.8f} is below the minimum {min_sim}")
+
+
+def _similarity(first: Any, second: Any, check_dtype: bool) -> float:
+    """The cosine similarity of the flattened values (1.0 for two all-zero outputs, 0.0 when one is zero)."""
     if check_dtype:
-        problem = _check_dtype(actual, expected)
+        problem = _check_dtype(first, second)
         if problem:
             raise AssertionError(problem)
-    a = to_numpy(actual).ravel()
-    e = to_numpy(expected).ravel()
+    a = to_numpy(first).ravel()
+    e = to_numpy(second).ravel()
     if a.shape != e.shape:
-        raise AssertionError(f"size mismatch: actual {a.size} vs expected {e.size} elements")
-    nonfinite = ~np.isfinite(a) & np.isfinite(e)
-    if nonfinite.any():
-        first = int(np.argmax(nonfinite))
+        raise AssertionError(f"size mismatch: {a.size} vs {e.size} elements")
+    mismatch = _finite_mismatch(a, e)
+    if mismatch.any():
+        first_bad = int(np.argmax(mismatch))
+        odd = np.where(np.isfinite(a), e, a)
         raise AssertionError(
-            f"{int((np.isnan(a) & nonfinite).sum())} NaN and {int((np.isinf(a) & nonfinite).sum())} Inf where "
-            f"the reference is finite; first at flat index {first}: actual {a[first]!r}, expected {e[first]!r}")
+            f"{int((np.isnan(odd) & mismatch).sum())} NaN and {int((np.isinf(odd) & mismatch).sum())} Inf where the "
+            f"other output is finite; first at flat index {first_bad}: {a[first_bad]!r} vs {e[first_bad]!r}")
     na = float(np.linalg.norm(a))
     ne = float(np.linalg.norm(e))
     if na == 0.0 and ne == 0.0:
-        sim = 1.0
-    elif na == 0.0 or ne == 0.0:
-        sim = 0.0
-    else:
-        sim = float(np.real(np.vdot(e, a))) / (na * ne)
-    if not sim >= min_sim:
-        raise AssertionError(f"cosine similarity {sim:.8f} is below the minimum {min_sim}")
-    return sim
+        return 1.0
+    if na == 0.0 or ne == 0.0:
+        return 0.0
+    return float(np.real(np.vdot(e, a))) / (na * ne)

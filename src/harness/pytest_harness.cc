@@ -132,8 +132,10 @@ class PytestHarness final : public Harness {
   // process, --kf-paired with req.timing_options).
   static ProcessOptions PytestCommand(const TestRequest& req, const char* marker, bool paired) {
     ProcessOptions o = TestProcessOptions(req);
-    o.argv = {TaskPython(), "-u", "-m", "pytest", "--color=no", "-p", "no:cacheprovider", "-m", marker,
-              "--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd)};
+    // -p kernelfoundry.plugin: kf's hooks (the result report, paired timing) also for a task whose conftest.py is
+    // the reference's own rather than `from kernelfoundry.conftest import *` (which loads the same plugin, once).
+    o.argv = {TaskPython(), "-u", "-m", "pytest", "--color=no", "-p", "no:cacheprovider", "-p", "kernelfoundry.plugin",
+              "-m", marker, "--kf-result-fd=" + std::to_string(ProcessOptions::kResultFd)};
     if (paired) {
       o.argv.push_back("--kf-paired");
       o.argv.push_back("--kf-paired-options=" + DumpJson(req.timing_options));

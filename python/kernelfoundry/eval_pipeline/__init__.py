@@ -10,23 +10,50 @@
 - :mod:`kernelfoundry.eval_pipeline.errors`: one exception class per C++ error kind; each is also the
   builtin the reference raises (ValueError, FileNotFoundError, KeyError, AssertionError, ...).
 
+- :mod:`kernelfoundry.eval_pipeline.utils.performance`: the task-side measurement helpers under the path the
+  reference documents (the same module as ``kernelfoundry.utils.performance``; no compiled module needed).
+
+The names above are loaded on first use (PEP 562), so importing this package (for example on the way to
+``eval_pipeline.utils.performance`` in a task's test process) does not load the compiled core.
+
 Setup: ``export PYTHONPATH=<build dir>/python`` (the build assembles the package there).
 """
 
 from __future__ import annotations
 
-try:
-    from . import _core  # noqa: F401
-except ImportError as e:  # pragma: no cover - depends on the build
-    raise ImportError(
-        "kernelfoundry.eval_pipeline._core is not built or not on the path: build the project "
-        "(`ninja -C build`) and `export PYTHONPATH=$PWD/build/python` — " + str(e)) from e
+import importlib
+from typing import Any
 
-from .errors import Error  # noqa: E402
-from .evaluation import Evaluation, evaluate  # noqa: E402
-from .store import ResultStore, open_store  # noqa: E402
-from .task import BuildResult, ProcessResult, Task, TestResult  # noqa: E402
-from .utils.memory_file_map import MemoryFileMap  # noqa: E402
+#: Public name -> the submodule defining it (imported on first access).
+_LAZY = {"Task": ".task", "ProcessResult": ".task", "BuildResult": ".task", "TestResult": ".task",
+         "MemoryFileMap": ".utils.memory_file_map", "evaluate": ".evaluation", "Evaluation": ".evaluation",
+         "open_store": ".store", "ResultStore": ".store", "Error": ".errors"}
 
 __all__ = ["Task", "ProcessResult", "BuildResult", "TestResult", "MemoryFileMap", "evaluate", "Evaluation",
            "open_store", "ResultStore", "Error"]
+
+
+def _load_core():
+    """The compiled core, with a clear error when it is not built or not on the path."""
+    try:
+        return importlib.import_module("._core", __name__)
+    except ImportError as e:  # pragma: no cover - depends on the build
+        raise ImportError(
+            "kernelfoundry.eval_pipeline._core is not built or not on the path: build the project "
+            "(`ninja -C build`) and `export PYTHONPATH=$PWD/build/python` — " + str(e)) from e
+
+
+def __getattr__(name: str) -> Any:
+    """Loads a public name (and the compiled core) on first access."""
+    if name == "_core":
+        return _load_core()
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _load_core()
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))
