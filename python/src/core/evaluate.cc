@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <stop_token>
 #include <thread>
@@ -106,6 +107,44 @@ kf::Task ResolveTask(py::handle task_arg, py::handle* overrides, py::object* met
   return std::move(created.first);
 }
 
+/// Runs `body` (which must not throw) on a worker thread while this thread waits without the GIL, taking it
+/// every 50 ms to run Python's signal handlers: an exception a handler raises (KeyboardInterrupt on Ctrl-C)
+/// requests state.stop and is returned once `body` has finished; null when none was raised.
+std::exception_ptr RunReleasingGil(const std::function<void()>& body, CallbackState& state) {
+  std::exception_ptr interrupt;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  py::gil_scoped_release release;
+  std::thread worker([&] {
+    body();
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  while (!done) {
+    cv.wait_for(lock, std::chrono::milliseconds(50));
+    if (done || interrupt) continue;
+    lock.unlock();
+    {
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) {  // a handler raised (KeyboardInterrupt on Ctrl-C)
+        try {
+          throw py::error_already_set();
+        } catch (...) {
+          interrupt = std::current_exception();
+        }
+        state.stop.request_stop();
+      }
+    }
+    lock.lock();
+  }
+  lock.unlock();
+  worker.join();
+  return interrupt;
+}
+
 std::optional<kf::BlockUpdate> Candidate(py::handle candidate) {
   if (candidate.is_none()) return std::nullopt;
   if (PyUnicode_Check(candidate.ptr())) return kf::BlockUpdate{kf::BlockUpdateShort{{"EVOLVE", Utf8(candidate, "candidate")}}};
@@ -167,47 +206,17 @@ PyEvaluation Evaluate(py::handle task_arg, py::handle candidate, py::handle gpu_
   auto ev = std::make_shared<kf::Evaluation>();
   std::optional<kf::RecordedRun> recorded;
   std::exception_ptr eval_error;
-  std::exception_ptr interrupt;
-  {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    py::gil_scoped_release release;
-    std::thread worker([&] {
-      try {
-        if (store) {
-          recorded = kf::EvaluateAndRecord(*store, task, update, eo, kf::RecordOptions{.lineage = lineage}, ev.get());
-        } else {
-          *ev = kf::Evaluate(task, update, eo);
-        }
-      } catch (...) {
-        eval_error = std::current_exception();
+  std::exception_ptr interrupt = RunReleasingGil([&] {
+    try {
+      if (store) {
+        recorded = kf::EvaluateAndRecord(*store, task, update, eo, kf::RecordOptions{.lineage = lineage}, ev.get());
+      } else {
+        *ev = kf::Evaluate(task, update, eo);
       }
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-      cv.notify_all();
-    });
-    std::unique_lock<std::mutex> lock(mu);
-    while (!done) {
-      cv.wait_for(lock, std::chrono::milliseconds(50));
-      if (done || interrupt) continue;
-      lock.unlock();
-      {
-        py::gil_scoped_acquire gil;
-        if (PyErr_CheckSignals() != 0) {  // a handler raised (KeyboardInterrupt on Ctrl-C)
-          try {
-            throw py::error_already_set();
-          } catch (...) {
-            interrupt = std::current_exception();
-          }
-          state->stop.request_stop();
-        }
-      }
-      lock.lock();
+    } catch (...) {
+      eval_error = std::current_exception();
     }
-    lock.unlock();
-    worker.join();
-  }
+  }, *state);
   if (interrupt) std::rethrow_exception(interrupt);
   if (state->error) std::rethrow_exception(state->error);
   if (eval_error) std::rethrow_exception(eval_error);
