@@ -53,7 +53,7 @@ void Fill(kf::Store& store, int64_t rows) {
       job = store.CreateJob("custom", {{"task_name", fmt::format("task_{}", task)}});
       (void)store.UpdateJob(job, {.status = kf::JobStatus::kComplete, .task_id = fmt::format("hash-{}", task)});
       store.InsertJobLogs({kf::JobLog{.job_id = job, .kernel_uuid = fmt::format("u-{}", i), .level = "RAW",
-                                      .message = log, .extra = {{"log", "build custom cpu"}, {"returncode", 0}}}});
+                                      .message = "build", .extra = {{"log", "Return code: 0\n" + log}}}});
     }
     const std::string& status = kStatuses[rng() % kStatuses.size()];
     const bool ok = status == "correct";
@@ -68,6 +68,7 @@ void Fill(kf::Store& store, int64_t rows) {
                         {"input_code", code},
                         {"output_code", code},
                         {"eval_log", "kf status: " + status + "\n" + log},
+                        {"kf_status", status},
                         {"runtime_stats", ok ? kf::Json{{"bench", {{"mean", 2.0 / s}, {"std", 0.01}, {"ref_speed", 2.0},
                                                                    {"speedup", s}, {"num_trials", 20}}}}
                                              : kf::Json(nullptr)},

@@ -90,6 +90,7 @@ double Fill(kf::Store& store, int64_t rows) {
                     {"input_code", code},
                     {"output_code", code},
                     {"eval_log", "kf status: " + status + " (detail)\n" + log_body},
+                    {"kf_status", status},
                     {"runtime_stats", {{"cpu", {{"mean", 1.0}, {"std", 0.1}, {"num_trials", 100}}}}},
                     {"config", {{"task_name", "task_" + std::to_string(task)}, {"gpu_arch", "cpu"}}},
                     {"gpu_arch", "cpu"},

@@ -36,6 +36,8 @@ inline constexpr const char* kBlockKeys[] = {"REFERENCE", "EVOLVE", "USER_INSTRU
 
 /// True iff `path` is scanned for blocks (case-sensitive suffix match on the reference's list).
 bool IsBlockFile(std::string_view path);
+/// The reference's list of scanned extensions (allowed_text_file_extensions), in its order: ".sycl", ".cu", ….
+std::vector<std::string> BlockExtensions();
 
 /// Extracts the blocks of one key from one file's text, in file order. Throws kf::Error(kParse)
 /// (file = path) for invalid UTF-8 or malformed markers of `key` (markers of other keys are content).

@@ -105,7 +105,17 @@ struct ProcessLog {
   std::string name;
   ProcessResult result;
   Json worker_info = nullptr;
+  /// The name the reference's job_logs rows give it (BuildLogName / TestLogName), e.g. "build_reference".
+  std::string log_name{};
 };
+
+/// The reference's job-log name of a build (its Evaluator logs raw results under these prefixes):
+/// "build" for the candidate's, "build_reference" for the reference's.
+std::string BuildLogName(bool reference);
+/// The reference's job-log name of one test run of variant `variant` ("custom", "custom_4_8", "reference"):
+/// "test_<variant>_<run>" for run "correctness" / "performance", and "test_<variant>_trace_<trace>" for
+/// run "trace" with `trace` = the profiler pass's trace_results key.
+std::string TestLogName(std::string_view variant, std::string_view run, std::string_view trace = {});
 
 /// Wall seconds of one phase ("build custom", "correctness custom cpu", …).
 struct PhaseTiming {

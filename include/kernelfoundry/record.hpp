@@ -13,8 +13,12 @@
 //    watcher reads the job's status every RecordOptions::cancel_poll and requests stop on the token handed to
 //    the run (Evaluate then kills the running tree, EvaluateOptions::stop); a canceled job stays CANCELED and
 //    gets no kernels row.
-//  * The kernels row keeps the reference's columns; the first line of eval_log is "kf status: <our status>
-//    [(<detail>)]" so our detailed status survives in databases shared with the reference.
+//  * The kernels row keeps the reference's columns plus our typed kf_status (the EvalStatus name); the first
+//    line of eval_log is still "kf status: <our status>[ (<detail>)]" for people reading it in the
+//    reference's tools (nothing of ours reads it back). The lineage columns (parent_uuid, trial, version,
+//    prompt, answer, language_model, agent_session_id, db_user) are written when given (Lineage).
+//  * job_logs rows are written as the reference's Evaluator writes them (RawProcessLog): level RAW, message =
+//    the log's name ("build", "test_custom_correctness", …), the output text in extra["log"].
 //
 // Thread safety: all functions may be called concurrently (on different Store objects, or on one Store,
 // which serialises internally). EvaluationReporter hooks ReportPhase and ReportOutputLine are called from
@@ -79,23 +83,62 @@ TaskForRun LoadTaskForRun(const std::string& path_or_json, const LoadForRunOptio
 /// A random RFC 4122 version-4 UUID ("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"). Thread-safe.
 std::string NewUuid4();
 
+/// Where a candidate came from: the lineage columns of its kernels row (spec §5.6), as an optimisation loop
+/// (the reference's controller, an agent) records them. Unset fields stay NULL (db_user: the OS user).
+struct Lineage {
+  std::optional<std::string> parent_uuid{};       ///< kernels.uuid of the candidate this one was derived from
+  std::optional<int64_t> trial{};                 ///< trial (iteration) of the loop
+  std::optional<int64_t> version{};               ///< version (branch) within the trial
+  std::optional<std::string> prompt{};            ///< the prompt given to the language model
+  std::optional<std::string> answer{};            ///< its raw answer
+  std::optional<std::string> language_model{};    ///< the model's name
+  std::optional<std::string> agent_session_id{};  ///< agent session (at most 64 characters)
+  std::optional<std::string> db_user{};           ///< who stored it (at most 128 characters); default: the OS user
+};
+
+/// The lineage keys, in column order: parent_uuid, trial, version, prompt, answer, language_model,
+/// agent_session_id, db_user.
+inline constexpr const char* kLineageKeys[] = {"parent_uuid", "trial",          "version",          "prompt",
+                                               "answer",      "language_model", "agent_session_id", "db_user"};
+
+/// Lineage from a JSON object holding any of kLineageKeys (null = unset; trial and version integers, the
+/// others strings). Throws kf::Error(kInvalidArgument) with file `source` and field = the key for an unknown
+/// key, a wrong type, or an agent_session_id / db_user longer than its column.
+Lineage LineageFromJson(const Json& j, const std::string& source);
+
+/// The set fields of `lineage` as a JSON object (kLineageKeys; unset ones omitted).
+Json LineageToJson(const Lineage& lineage);
+
 /// The `kernels` row of an evaluation (spec §5.6 mapping from EvalResult): uuid, task_name, job_name,
-/// status (the reference's string), score, runtime (ms), improve_over_native/_compile, runtime_stats (null
-/// when empty), template_results, eval_log (first line "kf status: <status>[ (<detail>)]", then the log;
-/// kf::ParseKfStatus reads it back),
-/// gpu_arch (the archs joined by ","), eval/compile worker_info, profiler columns, config, task_id, job_id,
-/// input_code (the task's EVOLVE block), output_code (the evaluated EVOLVE content), input/output_language.
+/// status (the reference's string), kf_status (our EvalStatus name), score, runtime (ms),
+/// improve_over_native/_compile, runtime_stats (null when empty), template_results, eval_log (first line
+/// "kf status: <status>[ (<detail>)]", then the log), gpu_arch (the archs joined by ","), eval/compile
+/// worker_info, profiler columns, config, task_id, job_id, input_code (the task's EVOLVE block), output_code
+/// (the evaluated EVOLVE content), input/output_language, and the set fields of `lineage`.
 Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string& task_id,
-               std::optional<int64_t> job_id);
+               std::optional<int64_t> job_id, const Lineage& lineage = {});
 
 /// "cached: verdict of job N from <UTC time>\n" for a verdict reused from the verdict cache
 /// (Evaluation::cached; "an unrecorded run" when it had no job), "" for a fresh evaluation. KernelRow puts it
 /// after the "kf status:" line; kf run prints it.
 std::string CachedNote(const Evaluation& ev);
 
-/// One `job_logs` row per process result of the evaluation (level RAW, message = the combined output,
-/// extra {log, returncode, output_data, worker_info, trial 0, version 0}, hostname from the worker info).
-std::vector<JobLog> ProcessLogs(const Evaluation& ev, int64_t job_id, const std::string& kernel_uuid);
+/// The text the reference logs for one process result (its log_process_result): "Return code: N\n", then
+/// "Message: …\n" when there is a message, "------ Standard Output ------\n<stdout>\n" and
+/// "------ Standard Error ------\n<stderr>\n" when they are not blank.
+std::string RawLogText(const ProcessResult& result);
+
+/// The `job_logs` row the reference writes for one process result (its Evaluator's log_process_result
+/// through its database log handler): level "RAW", message = `name` (e.g. "build_reference",
+/// "test_custom_correctness"), extra {log: RawLogText, output_data, worker_info, trial, version, iteration,
+/// branch} (trial = iteration = lineage.trial, version = branch = lineage.version, 0 when unset), hostname =
+/// worker_info["hostname"] or else this machine's host name, kernel_uuid, agent_session_id from `lineage`.
+JobLog RawProcessLog(int64_t job_id, const std::string& name, const ProcessResult& result, const Json& worker_info,
+                     const std::optional<std::string>& kernel_uuid, const Lineage& lineage = {});
+
+/// One RawProcessLog per process result of the evaluation, in run order, named ProcessLog::log_name.
+std::vector<JobLog> ProcessLogs(const Evaluation& ev, int64_t job_id, const std::string& kernel_uuid,
+                                const Lineage& lineage = {});
 
 /// True when the verdict counts as correct (perf_score 5 and correctness): kf run's exit code 0.
 bool IsCorrectVerdict(const EvalResult& r);
@@ -111,6 +154,8 @@ struct RecordOptions {
   std::optional<int64_t> job_id{};
   /// How often the watcher reads the job's status while the run is going on; 0 = no watcher.
   std::chrono::milliseconds cancel_poll{2000};
+  /// Lineage columns of the kernels row (and agent_session_id, trial, version of the job logs).
+  Lineage lineage{};
 };
 
 /// What RecordRun stored.

@@ -18,15 +18,18 @@
 //    Reaching a terminal status sets finished_at when it is empty; COMPLETE sets progress to 1.0; progress
 //    is clamped to [0, 1]. A CANCELED job is never changed again: UpdateJob reports kCanceled to the caller
 //    (the reference exits the process instead).
-//  * "Our status" (kf_status) of a kernel is the first word after "kf status: " on the first line of its
-//    eval_log (what kf::KernelRow writes, e.g. "value_mismatch"); "" / null when the log does not start so
-//    (rows the reference wrote). InsertKernel also records it in our table kf_kernel_status, so summaries
-//    and filters never read eval_log.
+//  * "Our status" of a kernel is the typed column kernels.kf_status (VARCHAR(32)): the EvalStatus name of its
+//    verdict (kf::EvalStatusName, e.g. "value_mismatch"), written with the row (kf::KernelRow); NULL for rows
+//    the reference wrote. Summaries and filters read the column, never eval_log.
 //  * Differences from the reference: kernels.task_id may be NULL in databases we create (the reference
 //    declares it NOT NULL although kernels can exist without a stored task); opening an existing database
-//    also checks declared types, not only column presence; opening it read-write adds our table
-//    kf_kernel_status (filled from the existing kernels) and indexes named kf_ix_*, so the read APIs stay
-//    fast with 100,000 kernels. The reference's tools ignore both.
+//    also checks declared types, not only column presence; kernels has our column kf_status after the
+//    reference's, and read-write opens add indexes named kf_ix_*, so the read APIs stay fast with 100,000
+//    kernels. The reference's models ignore both. A database written before kf_status existed (by the
+//    reference or an older kf) is migrated by its first read-write open, once, in one transaction: the column
+//    is added and filled from the first line of eval_log as older kf versions wrote it ("kf status: <name>"),
+//    and our former table kf_kernel_status is dropped. Opened read-only, such a database reads kf_status as
+//    NULL.
 //  * Passwords in URLs never appear in errors: the `file` of a kf::Error is the path or RedactStoreUrl(url).
 //
 // Thread safety: all methods of one Store may be called concurrently (calls are serialised internally).
@@ -67,6 +70,10 @@ struct JobUpdate {
   std::optional<std::string> task_id{};  ///< the tasks.id hash, at most 64 characters
   std::optional<Json> config{};        ///< replaces jobs.config
   bool started = false;                ///< sets started_at to now when it is empty
+  /// Explicit times ("YYYY-MM-DD HH:MM:SS.ffffff" UTC), written as given (the reference's update_job_status
+  /// arguments): started_at wins over `started`; finished_at replaces the time a terminal status would set.
+  std::optional<std::string> started_at{};
+  std::optional<std::string> finished_at{};
 };
 
 /// What UpdateJob did.
@@ -103,7 +110,7 @@ struct KernelQuery {
   std::optional<std::string> task_name{};
   std::optional<int64_t> job_id{};
   std::optional<std::string> status{};     ///< kernels.status, the reference's status (correct/compiled/error)
-  std::optional<std::string> kf_status{};  ///< our status (file comment), e.g. "value_mismatch"
+  std::optional<std::string> kf_status{};  ///< kernels.kf_status, our status (file comment), e.g. "value_mismatch"
   /// Only the newest N rows (by id), returned oldest first; 0 = all. Cannot be combined with limit/offset.
   int64_t last_n = 0;
   int64_t limit = 0;   ///< page size; 0 = no limit
@@ -112,8 +119,7 @@ struct KernelQuery {
   /// ascending, last when descending — on every backend).
   KernelSort sort = KernelSort::kId;
   bool descending = false;
-  /// kernels columns to return, in this order, plus the virtual column "kf_status"; empty = every column
-  /// and kf_status.
+  /// kernels columns to return, in this order; empty = every column.
   std::vector<std::string> columns{};
 };
 
@@ -184,9 +190,16 @@ struct WorkerInfoColumns {
 };
 WorkerInfoColumns SplitWorkerInfos(const Json& metadata);
 
-/// Our status in a kernels row's eval_log (file comment): the word after "kf status: " at its very start, up
-/// to a space or newline; nullopt when the log does not start that way or the word is empty.
-std::optional<std::string> ParseKfStatus(std::string_view eval_log);
+/// The n of VARCHAR(n) column `table`.`column` (characters), 0 for a column without a length. Throws
+/// kf::Error(kInvalidArgument) naming "table.column" when the store has no such column.
+int ColumnMaxChars(std::string_view table, std::string_view column);
+
+/// The store's tables as data, for bindings that map them (the Python API's SQLAlchemy models):
+/// [{"name": table, "columns": [{"name", "type" ("integer", "float", "varchar", "text", "boolean", "datetime",
+/// "json"), "length" (VARCHAR(n); 0 = none), "not_null", "primary_key", "server_now" (server default: the
+/// current time), "autoincrement", "kf_own" (ours, beside the reference's columns)}]}], tables and columns in
+/// creation order.
+Json StoreSchema();
 
 /// The current time as stored in DATETIME columns: UTC "YYYY-MM-DD HH:MM:SS.ffffff".
 std::string NowTimestamp();
@@ -226,7 +239,8 @@ class Store {
   /// kf::Error(kInvalidArgument) for NaN progress or an over-long task_id.
   [[nodiscard]] virtual JobUpdateOutcome UpdateJob(int64_t id, const JobUpdate& update) = 0;
 
-  /// Inserts a `kernels` row from any subset of the kernels columns and returns its id. Defaults:
+  /// Inserts a `kernels` row from any subset of the kernels columns (kf_status included) and returns its id.
+  /// Defaults:
   /// timestamp = now, db_user = DefaultDbUser(). Throws kf::Error(kInvalidArgument) naming the key for
   /// an unknown column, a wrong type or an over-long VARCHAR(n) value.
   virtual int64_t InsertKernel(const Json& row) = 0;
@@ -243,7 +257,7 @@ class Store {
   /// Number of kernel rows matching the filters of `query` (its last_n, limit, offset and order ignored).
   virtual int64_t CountKernels(const KernelQuery& query) = 0;
 
-  /// The `kernels` row `id` with every column plus "job_status" and "kf_status"; nullopt when none.
+  /// The `kernels` row `id` with every column (kf_status included) plus "job_status"; nullopt when none.
   virtual std::optional<Json> GetKernel(int64_t id) = 0;
 
   /// Jobs matching `query`, newest first: every jobs column plus "task_name" (of the job's stored task, or

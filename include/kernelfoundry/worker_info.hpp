@@ -33,6 +33,9 @@ inline constexpr std::chrono::milliseconds kProbeTimeout{5'000};
 /// includes the Python facts: every kind except "native" (a kind that runs no Python must be listed here).
 bool WorkerInfoNeedsPython(std::string_view harness_kind);
 
+/// This machine's host name (gethostname; "" when it fails), as worker_info["hostname"] reports it.
+std::string HostName();
+
 /// The cached worker info of this process for an evaluation by `harness_kind` (see the header comment for
 /// keys and failure behaviour). The machine part is gathered at the first call of any kind, the Python part
 /// at the first call of a kind that needs it; each once per process.

@@ -208,8 +208,9 @@ int RunBatch(const Task& task, const std::vector<std::string>& files, const Batc
           std::lock_guard<std::mutex> lock(finished_mu);
           if (noisy_first[first_of[i]]) reuse = BatchReuse(*noisy_first[first_of[i]]);
         }
-        RecordedEvaluation run = EvaluateWithVerdictCache(task, candidate, o.evaluate, o.store, RecordOptions{},
-                                                          use_cache, reuse ? &*reuse : nullptr);
+        RecordedEvaluation run = EvaluateWithVerdictCache(task, candidate, o.evaluate, o.store,
+                                                          RecordOptions{.lineage = o.lineage}, use_cache,
+                                                          reuse ? &*reuse : nullptr);
         out.recorded = std::move(run.recorded);
         Fill(out, run.ev);
         if (use_cache && first_of[i] == i && run.ev.cached.is_null() && run.ev.result.status == EvalStatus::kNoisy &&

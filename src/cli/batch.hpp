@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/record.hpp"
 #include "kernelfoundry/store.hpp"
 #include "kernelfoundry/task.hpp"
 
@@ -28,6 +29,7 @@ struct BatchOptions {
   /// (a `noisy` one too, which the cache does not keep for later runs; other uncacheable verdicts such as
   /// timeouts are evaluated again).
   bool verdict_cache = false;
+  Lineage lineage;  ///< lineage columns of every kernels row (kf run --parent / --lineage)
 };
 
 /// The candidate files of --candidates: files as given, directories contribute their regular files sorted by

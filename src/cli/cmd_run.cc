@@ -3,8 +3,9 @@
 //
 //   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH|URL]
 //               [--no-store] [--json OUT] [--keep-workdir] [--profile] [--no-verdict-cache] [-v] [--broker URL]
+//               [--parent UUID] [--lineage JSON|F.json]
 //   kf run TASK --candidates FILE…|DIR [-j N] [--gpu-arch ARCH] [--no-reference] [--db …] [--no-store] [--json OUT]
-//               [--broker URL]
+//               [--broker URL] [--parent UUID] [--lineage JSON|F.json]
 //
 // TASK is a package directory, an archive or an encoded task (*.json), loaded by kf::LoadTaskForRun (its
 // overrides.yml wins over config.yaml). --candidate FILE holds the new
@@ -14,6 +15,10 @@
 // tasks row, one kernels row and the process logs are written to --db (kf::OpenStore: a SQLite path or a
 // postgresql:// URL; default $KF_DB, else runs/kernels.sqlite3) unless --no-store; a job CANCELED meanwhile
 // stops the evaluation. --json OUT ("-" = stdout) writes the whole evaluation (kf::EvaluationDocument).
+// Lineage (kf::Lineage, the kernels columns an optimisation loop fills): --parent UUID sets parent_uuid (the
+// kernels.uuid this candidate was derived from); --lineage takes a JSON object (inline, or a file) with any
+// of parent_uuid, trial, version, prompt, answer, language_model, agent_session_id, db_user (--parent wins
+// over its parent_uuid); db_user defaults to the OS user. Both need a store (not with --no-store).
 // --broker URL sends the build and the tests to a Celery/RabbitMQ farm (build_custom_task_<language>,
 // test_custom_task_<arch>; kf workers or the reference's) instead of running them here (Evaluate with a
 // QueueStageRunner); scoring and storing are the same. Ctrl-C (or SIGTERM) then cancels: the farm's tasks
@@ -72,7 +77,22 @@ struct RunOptions {
   std::string broker;
   std::vector<std::string> candidates;  // batch mode
   int parallel = 2;
+  std::string parent;   // --parent UUID
+  std::string lineage;  // --lineage JSON text or file
 };
+
+/// The lineage of --lineage (inline JSON when its first non-blank character is '{', else a file) and --parent.
+Lineage ReadLineage(const RunOptions& o) {
+  Lineage lineage;
+  if (!o.lineage.empty()) {
+    const size_t first = o.lineage.find_first_not_of(" \t\r\n");
+    const bool inline_json = first != std::string::npos && o.lineage[first] == '{';
+    const std::string source = inline_json ? "--lineage" : o.lineage;
+    lineage = LineageFromJson(ParseJson(inline_json ? o.lineage : ReadInput(o.lineage), source), source);
+  }
+  if (!o.parent.empty()) lineage.parent_uuid = o.parent;
+  return lineage;
+}
 
 // SIGINT/SIGTERM during a farm run: the first requests the evaluation's stop (its farm tasks are revoked), the
 // second exits (130). kf's signal thread hands the signals over while this object lives (termination.hpp).
@@ -114,6 +134,7 @@ int RunBatchRun(const RunOptions& o) {
     farm = std::make_unique<QueueStageRunner>([url] { return ConnectAmqp(url); });
     b.evaluate.runner = farm.get();
   }
+  b.lineage = ReadLineage(o);
   return RunBatch(loaded.task, files, b);
 }
 
@@ -138,6 +159,7 @@ int RunRun(const RunOptions& o) {
   request.output_lines = o.verbose;
   request.store = !o.no_store;
   request.db = o.db;
+  request.lineage = ReadLineage(o);
   std::unique_ptr<CeleryClient> client;
   std::unique_ptr<QueueStageRunner> farm;
   if (!o.broker.empty()) {
@@ -176,7 +198,7 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cmd->add_option("--gpu-arch", o->gpu_arch, "Override config gpu_arch (comma list = several archs)");
   cmd->add_flag("--no-reference", o->no_reference, "Do not build/test the reference (no speedup)");
   cmd->add_option("--db", o->db, kDbOptionHelp);
-  cmd->add_flag("--no-store", o->no_store, "Do not write to the database");
+  auto* no_store = cmd->add_flag("--no-store", o->no_store, "Do not write to the database");
   cmd->add_option("--json", o->json, "Write the whole evaluation as JSON to this file (- = stdout)");
   cmd->add_flag("--keep-workdir", o->keep_workdir, "Keep the kf_build_* / kf_test_* work directories");
   cmd->add_flag("--profile", o->profile,
@@ -186,6 +208,12 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
   cmd->add_flag("-v,--verbose", o->verbose, "Stream every build/test output line to stderr");
   cmd->add_option("--broker", o->broker,
                   "Run the build and tests on a Celery/RabbitMQ farm: amqp://user:password@host:port/vhost");
+  cmd->add_option("--parent", o->parent, "Lineage: kernels.parent_uuid, the uuid of the kernel this candidate came from")
+      ->excludes(no_store);
+  cmd->add_option("--lineage", o->lineage,
+                  "Lineage columns as a JSON object (inline or a file): parent_uuid, trial, version, prompt, answer, "
+                  "language_model, agent_session_id, db_user")
+      ->excludes(no_store);
   cmd->callback([o, exit_code]() { *exit_code = o->candidates.empty() ? RunRun(*o) : RunBatchRun(*o); });
 });
 

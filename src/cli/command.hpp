@@ -32,6 +32,7 @@ struct CommandRegistrar {
 
 #define KF_CONCAT_INNER(a, b) a##b
 #define KF_CONCAT(a, b) KF_CONCAT_INNER(a, b)
-/// Registers a verb: KF_REGISTER_COMMAND("info", [](CLI::App& app, int* rc) { ... });
+/// Registers a verb: KF_REGISTER_COMMAND("info", [](CLI::App& app, int* rc) { ... }); the registrar is named
+/// by __COUNTER__, unique within a translation unit also when a unity build puts several verbs in one.
 #define KF_REGISTER_COMMAND(name, setup) \
-  static ::kf::cli::CommandRegistrar KF_CONCAT(kf_command_registrar_, __LINE__)(name, setup)
+  static ::kf::cli::CommandRegistrar KF_CONCAT(kf_command_registrar_, __COUNTER__)(name, setup)

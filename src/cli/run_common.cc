@@ -58,6 +58,7 @@ int RunAndReport(const Task& task, RunRequest request, EvaluationReporter& repor
 
   RecordOptions record;
   record.validate = request.reference_check;
+  record.lineage = request.lineage;
   // The verdict cache (verdict_cache.hpp): an identical earlier evaluation is reused as it was.
   RecordedEvaluation run = EvaluateWithVerdictCache(task, request.candidate, request.options, store.get(), record,
                                                     request.verdict_cache && !request.reference_check);

@@ -24,6 +24,7 @@ struct RunRequest {
   /// Reuse / store verdicts in the verdict cache (kernelfoundry/verdict_cache.hpp); --no-verdict-cache: false.
   /// Never used for a reference check.
   bool verdict_cache = false;
+  Lineage lineage;  ///< lineage columns of the kernels row (--parent, --lineage)
 };
 
 /// The help text of every verb's --db option (a SQLite path or URL, kf::OpenStore).

@@ -184,6 +184,8 @@ std::string AdaptNewlines(std::string_view content, std::string_view eol) {
 
 }  // namespace
 
+std::vector<std::string> BlockExtensions() { return {std::begin(kExtensions), std::end(kExtensions)}; }
+
 bool IsBlockFile(std::string_view path) {
   for (const char* ext : kExtensions) {
     std::string_view e(ext);

@@ -52,6 +52,14 @@ EvalResult CanceledResult(const std::string& where) {
 
 }  // namespace
 
+std::string BuildLogName(bool reference) { return reference ? "build_reference" : "build"; }
+
+std::string TestLogName(std::string_view variant, std::string_view run, std::string_view trace) {
+  std::string name = "test_" + std::string(variant) + "_" + std::string(run);
+  if (!trace.empty()) name += "_" + std::string(trace);
+  return name;
+}
+
 Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidate, const EvaluateOptions& options) {
   const Clock::time_point t0 = Clock::now();
   Evaluation ev;
@@ -121,7 +129,8 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
     const std::string name = std::string("build ") + (b == &builds.candidate ? "custom" : "reference");
     ev.timings.push_back({name, (*b)->wall_s});
     if ((*b)->result.result) {
-      ev.logs.push_back({name, *(*b)->result.result, (*b)->result.worker_info.value_or(nullptr)});
+      ev.logs.push_back({name, *(*b)->result.result, (*b)->result.worker_info.value_or(nullptr),
+                         BuildLogName(b == &builds.reference)});
     }
   }
   if (options.stop.stop_requested()) {
@@ -170,15 +179,18 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
       const Json info = run.result.worker_info.value_or(nullptr);
       if (run.result.correctness_result) {
         ev.timings.push_back({"correctness " + key + " " + arch, run.correctness_s});
-        ev.logs.push_back({"test " + key + " " + arch + " correctness", *run.result.correctness_result, info});
+        ev.logs.push_back({"test " + key + " " + arch + " correctness", *run.result.correctness_result, info,
+                           TestLogName(key, "correctness")});
       }
       if (run.result.performance_result) {
         ev.timings.push_back({"performance " + key + " " + arch, run.performance_s});
-        ev.logs.push_back({"test " + key + " " + arch + " performance", *run.result.performance_result, info});
+        ev.logs.push_back({"test " + key + " " + arch + " performance", *run.result.performance_result, info,
+                           TestLogName(key, "performance")});
       }
       if (run.profile_s > 0) ev.timings.push_back({"profile " + key + " " + arch, run.profile_s});
       for (const auto& [trace, result] : run.result.trace_results) {
-        ev.logs.push_back({"test " + key + " " + arch + " profile " + trace, result, info});
+        ev.logs.push_back({"test " + key + " " + arch + " profile " + trace, result, info,
+                           TestLogName(key, "trace", trace)});
       }
     }
   }

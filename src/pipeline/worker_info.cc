@@ -91,13 +91,13 @@ int64_t MemTotalKb() {
   return 0;
 }
 
+}  // namespace
+
 std::string HostName() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "";
   return buf;
 }
-
-}  // namespace
 
 std::string ParseToolVersion(const std::string& text) {
   static const std::regex kNvcc(R"(release [0-9.]+, V([0-9][0-9.]*))");

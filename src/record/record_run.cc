@@ -95,8 +95,8 @@ RecordedRun RecordRun(Store& store, const Task& task, const RunFn& run, const Re
       return rec;
     }
     rec.kernel_uuid = NewUuid4();
-    rec.kernel_id = store.InsertKernel(KernelRow(*out, rec.kernel_uuid, task_id, rec.job_id));
-    store.InsertJobLogs(ProcessLogs(*out, rec.job_id, rec.kernel_uuid));
+    rec.kernel_id = store.InsertKernel(KernelRow(*out, rec.kernel_uuid, task_id, rec.job_id, options.lineage));
+    store.InsertJobLogs(ProcessLogs(*out, rec.job_id, rec.kernel_uuid, options.lineage));
     rec.canceled = update({.status = options.validate ? JobStatus::kValidated : JobStatus::kComplete});
   } catch (...) {
     try {

@@ -2,8 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "core/strings.hpp"
+#include "kernelfoundry/error.hpp"
 #include "kernelfoundry/record.hpp"
+#include "kernelfoundry/worker_info.hpp"
 
 namespace kf {
 namespace {
@@ -15,9 +20,78 @@ Json ConfigString(const Json& config, const char* key) {
   return nullptr;
 }
 
+/// Python's `text.strip() != ""` for the reference's blank check (ASCII whitespace).
+bool NotBlank(const std::string& text) {
+  return std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) == 0; });
+}
+
+/// Number of UTF-8 code points (what a VARCHAR(n) counts).
+size_t Utf8Length(std::string_view s) {
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+Json Opt(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
+Json Opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
+
 }  // namespace
 
 std::string NewUuid4() { return RandomUuid4(); }
+
+Lineage LineageFromJson(const Json& j, const std::string& source) {
+  if (!j.is_object()) {
+    throw Error(ErrorKind::kInvalidArgument, fmt::format("lineage must be a JSON object, got {}", j.type_name()),
+                source, "lineage");
+  }
+  Lineage l;
+  for (const auto& [key, value] : j.items()) {
+    const bool known = std::any_of(std::begin(kLineageKeys), std::end(kLineageKeys),
+                                   [&key](const char* k) { return key == k; });
+    if (!known) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  fmt::format("unknown lineage key (expected one of {})", fmt::join(kLineageKeys, ", ")), source, key);
+    }
+    if (value.is_null()) continue;
+    if (key == "trial" || key == "version") {
+      if (!value.is_number_integer()) {
+        throw Error(ErrorKind::kInvalidArgument, fmt::format("expected an integer, got {}", value.type_name()), source,
+                    key);
+      }
+      (key == "trial" ? l.trial : l.version) = value.get<int64_t>();
+      continue;
+    }
+    if (!value.is_string()) {
+      throw Error(ErrorKind::kInvalidArgument, fmt::format("expected a string, got {}", value.type_name()), source, key);
+    }
+    const std::string text = value.get<std::string>();
+    const int max_chars = ColumnMaxChars("kernels", key);
+    if (max_chars > 0 && Utf8Length(text) > static_cast<size_t>(max_chars)) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  fmt::format("value has {} characters, the column holds at most {}", Utf8Length(text), max_chars),
+                  source, key);
+    }
+    std::optional<std::string>* field = key == "parent_uuid"      ? &l.parent_uuid
+                                        : key == "prompt"         ? &l.prompt
+                                        : key == "answer"         ? &l.answer
+                                        : key == "language_model" ? &l.language_model
+                                        : key == "agent_session_id" ? &l.agent_session_id
+                                                                    : &l.db_user;
+    *field = text;
+  }
+  return l;
+}
+
+Json LineageToJson(const Lineage& l) {
+  Json j = {{"parent_uuid", Opt(l.parent_uuid)}, {"trial", Opt(l.trial)},
+            {"version", Opt(l.version)},         {"prompt", Opt(l.prompt)},
+            {"answer", Opt(l.answer)},           {"language_model", Opt(l.language_model)},
+            {"agent_session_id", Opt(l.agent_session_id)}, {"db_user", Opt(l.db_user)}};
+  Json out = Json::object();
+  for (const char* key : kLineageKeys) {
+    if (!j[key].is_null()) out[key] = j[key];
+  }
+  return out;
+}
 
 std::string CachedNote(const Evaluation& ev) {
   if (ev.cached.is_null()) return "";
@@ -29,7 +103,7 @@ std::string CachedNote(const Evaluation& ev) {
 }
 
 Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string& task_id,
-               std::optional<int64_t> job_id) {
+               std::optional<int64_t> job_id, const Lineage& lineage) {
   const EvalResult& r = ev.result;
   const Json& config = ev.task.config;
   Json row = Json::object();
@@ -41,6 +115,7 @@ Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string&
   row["output_code"] = ev.output_code;
   row["output_language"] = ConfigString(config, "language");
   row["status"] = std::string(r.ReferenceStatus());
+  row["kf_status"] = std::string(EvalStatusName(r.status));
   row["runtime"] = r.runtime;
   row["runtime_stats"] = r.runtime_stats.empty() ? Json(nullptr) : r.runtime_stats;
   row["improve_over_native"] = r.runtime_improvement;
@@ -61,27 +136,49 @@ Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string&
   row["config"] = config;
   row["task_id"] = task_id;
   row["job_id"] = job_id ? Json(*job_id) : Json(nullptr);
+  const Json lineage_columns = LineageToJson(lineage);
+  for (const auto& [key, value] : lineage_columns.items()) row[key] = value;
   return row;
 }
 
-std::vector<JobLog> ProcessLogs(const Evaluation& ev, int64_t job_id, const std::string& kernel_uuid) {
+std::string RawLogText(const ProcessResult& result) {
+  std::string text = fmt::format("Return code: {}\n", result.returncode);
+  if (result.message) text += "Message: " + *result.message + "\n";
+  if (NotBlank(result.stdout_text)) text += "------ Standard Output ------\n" + result.stdout_text + "\n";
+  if (NotBlank(result.stderr_text)) text += "------ Standard Error ------\n" + result.stderr_text + "\n";
+  return text;
+}
+
+JobLog RawProcessLog(int64_t job_id, const std::string& name, const ProcessResult& result, const Json& worker_info,
+                     const std::optional<std::string>& kernel_uuid, const Lineage& lineage) {
+  JobLog log;
+  log.job_id = job_id;
+  if (worker_info.is_object() && worker_info.contains("hostname") && worker_info["hostname"].is_string()) {
+    log.hostname = worker_info["hostname"].get<std::string>();
+  } else {
+    log.hostname = HostName();
+  }
+  log.kernel_uuid = kernel_uuid;
+  log.agent_session_id = lineage.agent_session_id;
+  log.level = "RAW";
+  log.message = name;
+  const int64_t trial = lineage.trial.value_or(0), version = lineage.version.value_or(0);
+  log.extra = Json{{"log", RawLogText(result)},
+                   {"output_data", result.output_data.value_or(nullptr)},
+                   {"worker_info", worker_info},
+                   {"trial", trial},
+                   {"version", version},
+                   {"iteration", trial},
+                   {"branch", version}};
+  return log;
+}
+
+std::vector<JobLog> ProcessLogs(const Evaluation& ev, int64_t job_id, const std::string& kernel_uuid,
+                                const Lineage& lineage) {
   std::vector<JobLog> logs;
   for (const ProcessLog& p : ev.logs) {
-    JobLog log;
-    log.job_id = job_id;
-    if (p.worker_info.is_object() && p.worker_info.contains("hostname") && p.worker_info["hostname"].is_string()) {
-      log.hostname = p.worker_info["hostname"].get<std::string>();
-    }
-    log.kernel_uuid = kernel_uuid;
-    log.level = "RAW";
-    log.message = p.result.CombineOutput(true);
-    log.extra = Json{{"log", p.name},
-                     {"returncode", p.result.returncode},
-                     {"output_data", p.result.output_data.value_or(nullptr)},
-                     {"worker_info", p.worker_info},
-                     {"trial", 0},
-                     {"version", 0}};
-    logs.push_back(std::move(log));
+    logs.push_back(RawProcessLog(job_id, p.log_name.empty() ? p.name : p.log_name, p.result, p.worker_info,
+                                 kernel_uuid, lineage));
   }
   return logs;
 }

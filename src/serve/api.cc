@@ -2,6 +2,7 @@
 // evaluation document.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -233,6 +234,39 @@ ApiResponse Kernel(Store& store, std::string_view id_text) {
   return JsonAnswer(200, *detail);
 }
 
+/// The return code in the first line of a job log's text as the reference writes it ("Return code: N"), or
+/// null.
+Json ReturnCodeOf(const std::string& text) {
+  constexpr std::string_view kPrefix = "Return code: ";
+  if (text.rfind(kPrefix, 0) != 0) return nullptr;
+  int64_t code = 0;
+  const char* begin = text.data() + kPrefix.size();
+  const char* line_end = text.data() + std::min(text.find('\n'), text.size());
+  auto [end, ec] = std::from_chars(begin, line_end, code);
+  return ec == std::errc() && end == line_end ? Json(code) : Json(nullptr);
+}
+
+/// One job_logs row for the page: {name, level, returncode, timestamp, message (the output text)}. Rows in
+/// the reference's format (kf::RawProcessLog: the name in `message`, the text in extra["log"]) and rows of
+/// older kf versions (the name in extra["log"], the text in `message`, extra["returncode"]) both read right.
+Json LogEntry(const Json& l) {
+  const Json& extra = l["extra"];
+  std::string name, text = Str(l, "message");
+  Json returncode = nullptr;
+  if (extra.is_object() && extra.contains("log") && extra["log"].is_string()) {
+    if (extra.contains("returncode")) {  // an older kf row
+      name = extra["log"].get<std::string>();
+      returncode = extra["returncode"];
+    } else {
+      name = text;
+      text = extra["log"].get<std::string>();
+      returncode = ReturnCodeOf(text);
+    }
+  }
+  return {{"name", name}, {"level", l["level"]}, {"returncode", returncode}, {"timestamp", l["timestamp"]},
+          {"message", text}};
+}
+
 }  // namespace
 
 std::optional<Json> KernelDetail(Store& store, int64_t id) {
@@ -262,12 +296,9 @@ std::optional<Json> KernelDetail(Store& store, int64_t id) {
     for (const Json& l : store.ListJobLogs(k["job_id"].get<int64_t>())) {
       if (!uuid.empty() && Str(l, "kernel_uuid") != uuid) continue;
       const Json& extra = l["extra"];
-      std::string name = extra.is_object() ? extra.value("log", std::string()) : std::string();
-      logs.push_back({{"name", name},
-                      {"level", l["level"]},
-                      {"returncode", extra.is_object() ? extra.value("returncode", Json(nullptr)) : Json(nullptr)},
-                      {"timestamp", l["timestamp"]},
-                      {"message", l["message"]}});
+      Json entry = LogEntry(l);
+      const std::string name = entry["name"].get<std::string>();
+      logs.push_back(std::move(entry));
       // Raw runtime samples (ms) of performance runs: output_data {"runtimes": {bench: [ms…]}}.
       if (extra.is_object() && extra.contains("output_data") && extra["output_data"].is_object()) {
         const Json& od = extra["output_data"];

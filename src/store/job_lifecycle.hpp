@@ -23,7 +23,8 @@ struct JobState {
 /// The column assignments ("status", "finished_at", "progress", "task_id", "config", "started_at" with
 /// their new values) for applying `update` to a job in `state`, or nullopt when the job is CANCELED (then
 /// nothing may be written). Rules: a terminal status sets finished_at (NowTimestamp()) when it is empty;
-/// COMPLETE sets progress 1.0; progress is clamped to [0, 1]; `started` sets started_at once. Throws
+/// COMPLETE sets progress 1.0; progress is clamped to [0, 1]; `started` sets started_at once; explicit
+/// started_at / finished_at values are written as given (finished_at then replaces the terminal default). Throws
 /// kf::Error(kInvalidArgument, field "jobs.progress") for NaN progress.
 std::optional<std::vector<std::pair<std::string_view, Json>>> PlanJobUpdate(const JobState& state,
                                                                             const JobUpdate& update);

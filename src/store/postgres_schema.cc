@@ -20,18 +20,6 @@ using T = ColumnType;
 /// pg_advisory_xact_lock key held while tables and indexes are created ("kfschema" in ASCII).
 constexpr const char* kSchemaLockKey = "7740157543302851937";
 
-std::vector<const Table*> AllTables() {
-  std::vector<const Table*> all;
-  for (const auto* list : {&Tables(), &KfTables()}) {
-    for (const auto& t : *list) all.push_back(&t);
-  }
-  return all;
-}
-
-bool IsKfTable(const Table& t) {
-  return std::any_of(KfTables().begin(), KfTables().end(), [&](const Table& k) { return &k == &t; });
-}
-
 std::string PgCreateTableSql(const Table& table) {
   std::string sql = fmt::format("CREATE TABLE IF NOT EXISTS {} (\n", QuoteIdent(table.name));
   std::string pk;
@@ -86,19 +74,27 @@ std::string IndexName(const std::string& sql) {
   return sql.substr(open + 1, sql.find('"', open + 1) - open - 1);
 }
 
-/// Checks the tables (a missing table of Tables() or any missing/mistyped column is stale) and returns
-/// whether all KfTables() exist.
+/// True when every kf_own column exists in `existing` (tables that are missing count as complete: they are
+/// created with the column).
+bool HasKfColumns(const std::map<std::string, std::map<std::string, std::string>>& existing) {
+  for (const Table& t : Tables()) {
+    auto table = existing.find(std::string(t.name));
+    if (table == existing.end()) continue;
+    for (const Column& c : t.columns) {
+      if (c.kf_own && table->second.count(std::string(c.name)) == 0) return false;
+    }
+  }
+  return true;
+}
+
+/// Checks the tables (a missing table, or a missing column other than a kf_own one, or a mistyped column is
+/// stale) and returns whether every kf_own column exists.
 bool CheckSchema(PgConnection& conn) {
   auto existing = ExistingColumns(conn);
-  bool kf_tables = true;
-  for (const Table* tp : AllTables()) {
-    const Table& t = *tp;
+  bool kf_columns = true;
+  for (const Table& t : Tables()) {
     auto table = existing.find(std::string(t.name));
     if (table == existing.end()) {
-      if (IsKfTable(t)) {  // optional when read-only: our status is then read from eval_log
-        kf_tables = false;
-        continue;
-      }
       throw Error(ErrorKind::kInvalidArgument, fmt::format("table '{}' is missing: {}", t.name, StaleHint()),
                   conn.Name(), std::string(t.name));
     }
@@ -106,6 +102,10 @@ bool CheckSchema(PgConnection& conn) {
       std::string field = fmt::format("{}.{}", t.name, c.name);
       auto it = table->second.find(std::string(c.name));
       if (it == table->second.end()) {
+        if (c.kf_own) {  // an older database opened read-only: kf_status reads as NULL
+          kf_columns = false;
+          continue;
+        }
         throw Error(ErrorKind::kInvalidArgument, fmt::format("column '{}' is missing: {}", field, StaleHint()),
                     conn.Name(), field);
       }
@@ -117,36 +117,39 @@ bool CheckSchema(PgConnection& conn) {
       }
     }
   }
-  return kf_tables;
+  return kf_columns;
 }
 
-/// Creates missing tables and indexes in one transaction under the schema advisory lock.
+/// Creates missing tables and indexes and runs the kf_status migration (KfStatusMigrationSql) where it is
+/// due, in one transaction under the schema advisory lock.
 void CreateSchema(PgConnection& conn) {
   auto existing = ExistingColumns(conn);
   auto indexes = ExistingIndexes(conn);
   std::vector<std::string> index_sql = IndexStatements(conn);
-  std::vector<const Table*> all = AllTables();
-  bool tables_ok = std::all_of(all.begin(), all.end(),
-                               [&](const Table* t) { return existing.count(std::string(t->name)) != 0; });
+  bool tables_ok = std::all_of(Tables().begin(), Tables().end(),
+                               [&](const Table& t) { return existing.count(std::string(t.name)) != 0; });
   bool indexes_ok = std::all_of(index_sql.begin(), index_sql.end(),
                                 [&](const std::string& sql) { return indexes.count(IndexName(sql)) != 0; });
-  if (tables_ok && indexes_ok) return;
+  if (tables_ok && indexes_ok && HasKfColumns(existing)) return;
   WriteTransaction tx(conn);
   conn.Exec(fmt::format("SELECT pg_advisory_xact_lock({})", kSchemaLockKey));
   existing = ExistingColumns(conn);  // another writer may have created them while we waited for the lock
-  bool had_status = existing.count("kf_kernel_status") != 0;
-  for (const Table* t : all) conn.Exec(PgCreateTableSql(*t));
+  for (const Table& t : Tables()) conn.Exec(PgCreateTableSql(t));
+  if (!HasKfColumns(existing)) {
+    // A database the reference (or an older kf) wrote: add our column, filled from the statuses it holds.
+    for (const std::string& sql : KfStatusMigrationSql(conn, PgDeclaredType(*GetTable("kernels").Find("kf_status")))) {
+      conn.Exec(sql);
+    }
+  }
   // An index over a column that a stale table lacks would fail here; CheckSchema names the column instead.
   existing = ExistingColumns(conn);
-  bool complete = std::all_of(all.begin(), all.end(), [&](const Table* t) {
-    auto it = existing.find(std::string(t->name));
-    return it != existing.end() && std::all_of(t->columns.begin(), t->columns.end(), [&](const Column& c) {
+  bool complete = std::all_of(Tables().begin(), Tables().end(), [&](const Table& t) {
+    auto it = existing.find(std::string(t.name));
+    return it != existing.end() && std::all_of(t.columns.begin(), t.columns.end(), [&](const Column& c) {
              return it->second.count(std::string(c.name)) != 0;
            });
   });
   if (complete) {
-    // A database the reference (or an older kf) wrote: record the statuses its kernels hold.
-    if (!had_status) conn.Query(KfStatusBackfillSql(conn), {}, {});
     for (const std::string& sql : index_sql) conn.Exec(sql);
   }
   tx.Commit();
@@ -215,8 +218,8 @@ std::unique_ptr<Store> OpenPostgresStore(const StoreUrl& url, const StoreOptions
     conn = std::make_unique<PgConnection>(url, options);
   }
   if (!options.read_only) CreateSchema(*conn);
-  bool status_table = CheckSchema(*conn);
-  return std::make_unique<SqlStore>(std::move(conn), status_table);
+  bool kf_columns = CheckSchema(*conn);
+  return std::make_unique<SqlStore>(std::move(conn), kf_columns);
 }
 
 }  // namespace kf::store

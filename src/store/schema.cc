@@ -9,6 +9,7 @@
 #include <map>
 
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/store.hpp"
 
 namespace kf::store {
 namespace {
@@ -41,7 +42,9 @@ std::vector<Table> MakeTables() {
                 C("eval_worker_info", T::kJson), C("compile_worker_info", T::kJson), C("config", T::kJson),
                 // NOT NULL in the reference; nullable here (kernels can exist without a stored task).
                 Varchar("task_id", 64), C("job_id", T::kInteger), Varchar("agent_session_id", 64),
-                Varchar("db_user", 128, true)}});
+                Varchar("db_user", 128, true),
+                // Ours: the EvalStatus name of the verdict (kf::EvalStatusName), NULL for rows the reference wrote.
+                {"kf_status", T::kVarchar, 32, false, false, false, false, true}}});
   t.push_back({"tasks",
                {{"id", T::kVarchar, 64, true, true, false}, NotNull("task_name", T::kVarchar),
                 C("Op_ID", T::kVarchar), NotNull("task_origin", T::kVarchar), C("config", T::kJson),
@@ -69,11 +72,6 @@ std::vector<Table> MakeTables() {
                 C("keywords", T::kVarchar), C("optimization_profile", T::kJson),
                 NotNull("embedded_text", T::kVarchar), C("embedding", T::kJson), C("origin", T::kVarchar)}});
   return t;
-}
-
-std::vector<Table> MakeKfTables() {
-  return {{"kf_kernel_status",
-           {{"kernel_id", T::kInteger, 0, true, true, false}, C("task_name", T::kVarchar), Varchar("kf_status", 32)}}};
 }
 
 /// Number of UTF-8 code points (continuation bytes are not counted).
@@ -110,16 +108,9 @@ const std::vector<Table>& Tables() {
   return tables;
 }
 
-const std::vector<Table>& KfTables() {
-  static const std::vector<Table> tables = MakeKfTables();
-  return tables;
-}
-
 const Table& GetTable(std::string_view name) {
-  for (const auto* list : {&Tables(), &KfTables()}) {
-    for (const auto& t : *list) {
-      if (t.name == name) return t;
-    }
+  for (const auto& t : Tables()) {
+    if (t.name == name) return t;
   }
   throw Error(ErrorKind::kInternal, fmt::format("no table description for '{}'", name));
 }
@@ -231,3 +222,46 @@ std::string NormalizeTimestamp(std::string_view text) {
 }
 
 }  // namespace kf::store
+
+namespace kf {
+
+int ColumnMaxChars(std::string_view table, std::string_view column) {
+  for (const auto& t : store::Tables()) {
+    if (t.name != table) continue;
+    if (const store::Column* c = t.Find(column)) return c->max_chars;
+  }
+  throw Error(ErrorKind::kInvalidArgument, "no such column", {}, fmt::format("{}.{}", table, column));
+}
+
+Json StoreSchema() {
+  auto type_name = [](store::ColumnType type) {
+    switch (type) {
+      case store::ColumnType::kInteger: return "integer";
+      case store::ColumnType::kFloat: return "float";
+      case store::ColumnType::kVarchar: return "varchar";
+      case store::ColumnType::kText: return "text";
+      case store::ColumnType::kBoolean: return "boolean";
+      case store::ColumnType::kDateTime: return "datetime";
+      case store::ColumnType::kJson: return "json";
+    }
+    return "text";
+  };
+  Json tables = Json::array();
+  for (const auto& t : store::Tables()) {
+    Json columns = Json::array();
+    for (const auto& c : t.columns) {
+      columns.push_back({{"name", std::string(c.name)},
+                         {"type", type_name(c.type)},
+                         {"length", c.max_chars},
+                         {"not_null", c.not_null},
+                         {"primary_key", c.primary_key},
+                         {"server_now", c.server_now},
+                         {"autoincrement", c.autoincrement},
+                         {"kf_own", c.kf_own}});
+    }
+    tables.push_back({{"name", std::string(t.name)}, {"columns", std::move(columns)}});
+  }
+  return tables;
+}
+
+}  // namespace kf

@@ -31,6 +31,10 @@ struct Column {
   bool primary_key = false;
   bool server_now = false;   ///< server default: the current time
   bool autoincrement = false;  ///< integer primary key the database assigns (SQLite rowid, PostgreSQL SERIAL)
+  /// Ours, beside the reference's columns (kernels.kf_status), which its models ignore: created with the
+  /// table and added to an older database by its first read-write open (a migration); a read-only store
+  /// works without it (it then reads as NULL).
+  bool kf_own = false;
 };
 
 struct Table {
@@ -41,17 +45,15 @@ struct Table {
   const Column* Find(std::string_view column) const;
 };
 
-/// The reference's tables: kernels, tasks, jobs, job_logs, baseline_times, rag. They must exist in every
-/// database we open.
+/// The reference's tables: kernels, tasks, jobs, job_logs, baseline_times, rag, with their columns in the
+/// reference's order, then our own (kf_own) columns. They must exist in every database we open.
 const std::vector<Table>& Tables();
-/// Our own tables beside the reference's (which its tools ignore): kf_kernel_status {kernel_id (the
-/// kernels.id), task_name, kf_status} — our status of each kernel we inserted, kept apart so that summaries
-/// and filters need not read eval_log (see store.hpp). Created (and filled from existing kernels) whenever a
-/// database is opened read-write; a read-only store works without them (then our status is computed from
-/// eval_log).
-const std::vector<Table>& KfTables();
-/// One of Tables() or KfTables() by name. REQUIRES: the name exists (else kf::Error(kInternal)).
+/// One of Tables() by name. REQUIRES: the name exists (else kf::Error(kInternal)).
 const Table& GetTable(std::string_view name);
+
+/// The table our former kf_kernel_status table was (kernel_id, task_name, kf_status): the migration that
+/// adds kernels.kf_status drops it.
+inline constexpr std::string_view kFormerStatusTable = "kf_kernel_status";
 
 /// `"name"` with embedded quotes doubled (the same in SQLite and PostgreSQL).
 std::string QuoteIdent(std::string_view name);

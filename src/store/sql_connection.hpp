@@ -76,14 +76,13 @@ class WriteTransaction {
   bool open_ = true;
 };
 
-/// Our status of a kernels row as SQL (see store.hpp), the same rule as kf::ParseKfStatus: the word after
-/// "kf status: " on eval_log's first line, NULL when eval_log does not start with it. `column` is the
-/// (qualified, quoted) eval_log column. Used where kf_kernel_status is missing (a read-only store on an old
-/// database) and to fill that table.
-std::string KfStatusSql(const SqlConnection& conn, std::string_view column);
-
-/// INSERT INTO kf_kernel_status the status of every kernels row that has none there yet (idempotent).
-std::string KfStatusBackfillSql(const SqlConnection& conn);
+/// The statements of the one-time migration that adds our kernels.kf_status column to a database written
+/// before it existed (by the reference or an older kf), in order: ADD COLUMN (declared `declared_type`), the
+/// backfill from the first line of eval_log as older kf versions wrote it ("kf status: <name>[ (<detail>)]";
+/// the name must be 1-32 characters, rows without that line keep NULL), and DROP of our former table
+/// kf_kernel_status. The caller runs them in one write transaction after checking, inside it, that the
+/// column is still missing. This is the only place that reads our status out of eval_log text.
+std::vector<std::string> KfStatusMigrationSql(const SqlConnection& conn, std::string_view declared_type);
 
 /// CREATE INDEX IF NOT EXISTS statements of the kf_ix_* indexes in `conn`'s dialect.
 std::vector<std::string> IndexStatements(const SqlConnection& conn);

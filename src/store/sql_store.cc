@@ -37,20 +37,19 @@ std::string SelectList(const Table& table, std::string_view alias) {
   return cols;
 }
 
-std::string KfStatusSql(const SqlConnection& conn, std::string_view column) {
-  // The first line's words after "kf status: " (at most 40 characters; status names are shorter); a space
-  // is appended so the first space always exists. The newline is a literal LF inside the string literal,
-  // which both SQLite and PostgreSQL accept.
-  std::string head = fmt::format("replace(substr({}, 12, 40), '\n', ' ') || ' '", column);
-  return fmt::format("(CASE WHEN substr({0}, 1, 11) = 'kf status: ' THEN substr({1}, 1, {2} - 1) END)", column,
-                     head, conn.StrPos(head, "' '"));
-}
-
-std::string KfStatusBackfillSql(const SqlConnection& conn) {
-  return "INSERT INTO \"kf_kernel_status\" (\"kernel_id\", \"task_name\", \"kf_status\") SELECT k.\"id\", "
-         "k.\"task_name\", " + KfStatusSql(conn, "k.\"eval_log\"") +
-         " FROM \"kernels\" AS k WHERE NOT EXISTS (SELECT 1 FROM \"kf_kernel_status\" AS s WHERE s.\"kernel_id\" = "
-         "k.\"id\")";
+std::vector<std::string> KfStatusMigrationSql(const SqlConnection& conn, std::string_view declared_type) {
+  // The first line's word after "kf status: " (at most 40 characters are looked at; status names are
+  // shorter): a space is appended so the first space always exists. The newline is a literal LF inside the
+  // string literal, which both SQLite and PostgreSQL accept.
+  const std::string head = "replace(substr(\"eval_log\", 12, 40), '\n', ' ') || ' '";
+  const std::string word = fmt::format("substr({}, 1, {} - 1)", head, conn.StrPos(head, "' '"));
+  return {
+      fmt::format("ALTER TABLE \"kernels\" ADD COLUMN \"kf_status\" {}", declared_type),
+      fmt::format("UPDATE \"kernels\" SET \"kf_status\" = {0} WHERE substr(\"eval_log\", 1, 11) = 'kf status: ' "
+                  "AND length({0}) BETWEEN 1 AND 32",
+                  word),
+      fmt::format("DROP TABLE IF EXISTS {}", QuoteIdent(kFormerStatusTable)),
+  };
 }
 
 std::vector<std::string> IndexStatements(const SqlConnection& conn) {
@@ -70,7 +69,8 @@ std::vector<std::string> IndexStatements(const SqlConnection& conn) {
       {"kf_ix_kernels_task_score", sort_index("score")},
       {"kf_ix_kernels_task_runtime", sort_index("runtime")},
       {"kf_ix_kernels_job_id", "\"kernels\" (\"job_id\")"},
-      {"kf_ix_kernel_status_task", "\"kf_kernel_status\" (\"task_name\", \"kf_status\")"},
+      // Counts and filters by our status (ListTaskSummaries, the kf_status filter of ListKernels).
+      {"kf_ix_kernels_kf_status", "\"kernels\" (\"task_name\", \"kf_status\")"},
       {"kf_ix_jobs_task_id", "\"jobs\" (\"task_id\", \"id\")"},
       {"kf_ix_jobs_status", "\"jobs\" (\"status\", \"id\")"},
       {"kf_ix_job_logs_job_id", "\"job_logs\" (\"job_id\", \"id\")"},
@@ -85,16 +85,20 @@ std::vector<std::string> IndexStatements(const SqlConnection& conn) {
 
 // ------------------------------------------------------------------------------------------ SqlStore
 
-SqlStore::SqlStore(std::unique_ptr<SqlConnection> conn, bool status_table)
-    : conn_(std::move(conn)), status_table_(status_table) {}
+SqlStore::SqlStore(std::unique_ptr<SqlConnection> conn, bool has_kf_columns)
+    : conn_(std::move(conn)), has_kf_columns_(has_kf_columns) {}
 
-std::string SqlStore::KfStatusColumn() const {
-  return status_table_ ? "s.\"kf_status\"" : KfStatusSql(*conn_, "k.\"eval_log\"");
+std::string SqlStore::KernelColumnSql(const Column& column) const {
+  if (column.kf_own && !has_kf_columns_) return "CAST(NULL AS VARCHAR)";  // an older database opened read-only
+  return "k." + QuoteIdent(column.name);
 }
 
-std::string SqlStore::KfStatusJoin() const {
-  return status_table_ ? " LEFT JOIN \"kf_kernel_status\" AS s ON s.\"kernel_id\" = k.\"id\"" : "";
+std::string SqlStore::KernelSelectList() const {
+  std::string cols;
+  for (const auto& c : GetTable("kernels").columns) cols += (cols.empty() ? "" : ", ") + KernelColumnSql(c);
+  return cols;
 }
+
 SqlStore::~SqlStore() = default;
 
 std::string SqlStore::Describe() const { return conn_->Name(); }
@@ -198,28 +202,6 @@ int64_t SqlStore::InsertKernel(const Json& row) {
   std::lock_guard lock(mu_);
   WriteTransaction tx(*conn_);
   Json id = InsertRow(GetTable("kernels"), row, {{"timestamp", NowTimestamp()}, {"db_user", DefaultDbUser()}});
-  if (status_table_) {
-    // Our status beside the row, in the same transaction (an id reused after a deletion is overwritten).
-    auto text = [&row](const char* key) {
-      auto it = row.find(key);
-      return it != row.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    std::optional<std::string> status = ParseKfStatus(text("eval_log"));
-    const Table& table = GetTable("kf_kernel_status");
-    ParamList params(*conn_);
-    std::string values = params.Add(T::kInteger, id) + ", " +
-                         params.Add(T::kVarchar, row.contains("task_name") ? row["task_name"] : Json(nullptr)) + ", " +
-                         params.Add(T::kVarchar, status ? Json(*status) : Json(nullptr));
-    try {  // task_name was checked as a string (or null) by InsertRow; kf_status must fit VARCHAR(32)
-      if (status) CheckValue(table, *table.Find("kf_status"), *status);
-    } catch (const Error& e) {
-      RethrowWithFile(e, conn_->Name());
-    }
-    conn_->Query("INSERT INTO \"kf_kernel_status\" (\"kernel_id\", \"task_name\", \"kf_status\") VALUES (" + values +
-                     ") ON CONFLICT (\"kernel_id\") DO UPDATE SET \"task_name\" = excluded.\"task_name\", "
-                     "\"kf_status\" = excluded.\"kf_status\"",
-                 params.params(), {});
-  }
   tx.Commit();
   return id.get<int64_t>();
 }

@@ -20,9 +20,10 @@ namespace kf::store {
 
 class SqlStore final : public Store {
  public:
-  /// Takes over an open connection whose schema has been created and checked. `status_table`: the database
-  /// has kf_kernel_status (else our status is computed from eval_log and not recorded on insert).
-  SqlStore(std::unique_ptr<SqlConnection> conn, bool status_table);
+  /// Takes over an open connection whose schema has been created and checked. `has_kf_columns`: the
+  /// database has our kf_own columns (kernels.kf_status); false only for an older database opened read-only,
+  /// whose rows then read kf_status as NULL.
+  SqlStore(std::unique_ptr<SqlConnection> conn, bool has_kf_columns);
   ~SqlStore() override;
   SqlStore(const SqlStore&) = delete;
   SqlStore& operator=(const SqlStore&) = delete;
@@ -52,14 +53,15 @@ class SqlStore final : public Store {
   /// Every column of `table` of the rows selected by `where` (which may use params).
   std::vector<Json> SelectRows(const Table& table, const std::string& where, const std::vector<SqlParam>& params);
 
-  /// SQL for our status of the kernels row aliased k: s.kf_status (joined by KfStatusJoin) or computed.
-  std::string KfStatusColumn() const;
-  /// " LEFT JOIN kf_kernel_status AS s …" when the table exists, else "".
-  std::string KfStatusJoin() const;
+  /// The SQL of `column` of the kernels row aliased k: k."name", or a NULL for a kf_own column the database
+  /// lacks.
+  std::string KernelColumnSql(const Column& column) const;
+  /// Every kernels column (KernelColumnSql), in table order.
+  std::string KernelSelectList() const;
 
   std::mutex mu_;
   std::unique_ptr<SqlConnection> conn_;
-  bool status_table_;
+  bool has_kf_columns_;
 };
 
 /// Parameters collected while SQL text is built: Add returns the placeholder for the value.

@@ -13,8 +13,6 @@ namespace {
 
 using T = ColumnType;
 
-constexpr std::string_view kKfStatus = "kf_status";
-
 void CheckPage(int64_t limit, int64_t offset, const std::string& name) {
   if (limit < 0 || offset < 0) {
     throw Error(ErrorKind::kInvalidArgument,
@@ -76,29 +74,28 @@ std::vector<Json> SqlStore::ListKernels(const KernelQuery& query) {
     throw Error(ErrorKind::kInvalidArgument, "last_n cannot be combined with limit or offset", conn_->Name(),
                 "last_n");
   }
-  // The selected cells: columns (nullptr = the virtual kf_status), then the job's status.
-  std::vector<std::pair<std::string, const Column*>> columns;
+  // The selected cells: the columns, then the job's status.
+  std::vector<const Column*> columns;
   if (query.columns.empty()) {
-    for (const auto& c : kernels.columns) columns.emplace_back(std::string(c.name), &c);
-    columns.emplace_back(std::string(kKfStatus), nullptr);
+    for (const auto& c : kernels.columns) columns.push_back(&c);
   } else {
     for (const auto& name : query.columns) {
       const Column* c = kernels.Find(name);
-      if (c == nullptr && name != kKfStatus) {
+      if (c == nullptr) {
         throw Error(ErrorKind::kInvalidArgument, fmt::format("unknown column '{}' for table kernels", name),
                     conn_->Name(), "kernels." + name);
       }
-      columns.emplace_back(name, c);
+      columns.push_back(c);
     }
   }
   std::lock_guard lock(mu_);
   ParamList params(*conn_);
   std::string cols;
   std::vector<ColumnType> types;
-  const std::string kf_status = KfStatusColumn();
-  for (const auto& [name, c] : columns) {
-    cols += (c != nullptr ? "k." + QuoteIdent(c->name) : kf_status) + ", ";
-    types.push_back(c != nullptr ? c->type : T::kVarchar);
+  const std::string kf_status = KernelColumnSql(*kernels.Find("kf_status"));
+  for (const Column* c : columns) {
+    cols += KernelColumnSql(*c) + ", ";
+    types.push_back(c->type);
   }
   types.push_back(T::kVarchar);
   std::string order;
@@ -112,14 +109,12 @@ std::vector<Json> SqlStore::ListKernels(const KernelQuery& query) {
                               conn_->NullsOrder(query.descending), dir);
   }
   std::string where = KernelWhere(query, kf_status, params);
-  std::string sql = fmt::format(
-      "SELECT {}j.\"status\" FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\"{}", cols,
-      KfStatusJoin());
+  std::string sql =
+      fmt::format("SELECT {}j.\"status\" FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\"", cols);
   if (query.last_n > 0 || query.limit > 0 || query.offset > 0) {
     // A page: its ids first, from the narrow kf_ix_* indexes alone (stepping over `offset` wide rows would
     // read them all), then the rows of those ids.
-    std::string page = "SELECT k.\"id\" FROM \"kernels\" AS k" + (query.kf_status ? KfStatusJoin() : std::string()) +
-                       where + order;
+    std::string page = "SELECT k.\"id\" FROM \"kernels\" AS k" + where + order;
     page += query.last_n > 0 ? " LIMIT " + params.Add(T::kInteger, query.last_n)
                              : LimitOffset(*conn_, params, query.limit, query.offset);
     sql += " WHERE k.\"id\" IN (" + page + ")" + order;
@@ -129,7 +124,7 @@ std::vector<Json> SqlStore::ListKernels(const KernelQuery& query) {
   std::vector<Json> rows;
   for (const SqlRow& cells : conn_->Query(sql, params.params(), types)) {
     Json row = Json::object();
-    for (size_t i = 0; i < columns.size(); ++i) row[columns[i].first] = cells[i];
+    for (size_t i = 0; i < columns.size(); ++i) row[std::string(columns[i]->name)] = cells[i];
     row["job_status"] = cells[columns.size()];
     rows.push_back(std::move(row));
   }
@@ -140,8 +135,8 @@ std::vector<Json> SqlStore::ListKernels(const KernelQuery& query) {
 int64_t SqlStore::CountKernels(const KernelQuery& query) {
   std::lock_guard lock(mu_);
   ParamList params(*conn_);
-  std::string sql = "SELECT count(*) FROM \"kernels\" AS k" + (query.kf_status ? KfStatusJoin() : std::string()) +
-                    KernelWhere(query, KfStatusColumn(), params);
+  std::string sql = "SELECT count(*) FROM \"kernels\" AS k" +
+                    KernelWhere(query, KernelColumnSql(*GetTable("kernels").Find("kf_status")), params);
   return conn_->Query(sql, params.params(), {T::kInteger}).at(0).at(0).get<int64_t>();
 }
 
@@ -150,17 +145,15 @@ std::optional<Json> SqlStore::GetKernel(int64_t id) {
   std::lock_guard lock(mu_);
   ParamList params(*conn_);
   std::string sql = fmt::format(
-      "SELECT {}, j.\"status\", {} FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\"{} "
-      "WHERE k.\"id\" = {}",
-      SelectList(kernels, "k"), KfStatusColumn(), KfStatusJoin(), params.Add(T::kInteger, id));
+      "SELECT {}, j.\"status\" FROM \"kernels\" AS k LEFT JOIN \"jobs\" AS j ON j.\"id\" = k.\"job_id\" WHERE "
+      "k.\"id\" = {}",
+      KernelSelectList(), params.Add(T::kInteger, id));
   std::vector<ColumnType> types = ColumnTypes(kernels);
-  types.push_back(T::kVarchar);
   types.push_back(T::kVarchar);
   std::vector<SqlRow> rows = conn_->Query(sql, params.params(), types);
   if (rows.empty()) return std::nullopt;
   Json row = RowFromCells(kernels, rows[0]);
   row["job_status"] = rows[0][kernels.columns.size()];
-  row[std::string(kKfStatus)] = rows[0][kernels.columns.size() + 1];
   return row;
 }
 
@@ -220,16 +213,15 @@ std::vector<TaskSummary> SqlStore::ListTaskSummaries() {
     if (r[3].is_number() && (!s.best_speedup || r[3].get<double>() > *s.best_speedup)) s.best_speedup = r[3].get<double>();
     s.last_timestamp = std::max(s.last_timestamp, Text(r[4]));
   }
-  // Counts by our status: from kf_kernel_status (narrow rows, its own index), else computed from eval_log.
-  std::string sql = status_table_
-                        ? "SELECT s.\"task_name\", s.\"kf_status\", count(*) FROM \"kf_kernel_status\" AS s WHERE "
-                          "s.\"kf_status\" IS NOT NULL GROUP BY s.\"task_name\", s.\"kf_status\""
-                        : fmt::format("SELECT k.\"task_name\", {0}, count(*) FROM \"kernels\" AS k WHERE {0} IS NOT NULL "
-                                      "GROUP BY k.\"task_name\", {0}",
-                                      KfStatusColumn());
-  for (const SqlRow& r : conn_->Query(sql, {}, {T::kVarchar, T::kVarchar, T::kInteger})) {
-    auto it = by_task.find(Text(r[0]));
-    if (it != by_task.end()) it->second.by_kf_status[Text(r[1])] += r[2].get<int64_t>();
+  // Counts by our status (kf_ix_kernels_kf_status alone answers it); none for an older database opened
+  // read-only, whose rows all count as "not recorded by kf".
+  if (has_kf_columns_) {
+    for (const SqlRow& r : conn_->Query("SELECT k.\"task_name\", k.\"kf_status\", count(*) FROM \"kernels\" AS k WHERE "
+                                        "k.\"kf_status\" IS NOT NULL GROUP BY k.\"task_name\", k.\"kf_status\"",
+                                        {}, {T::kVarchar, T::kVarchar, T::kInteger})) {
+      auto it = by_task.find(Text(r[0]));
+      if (it != by_task.end()) it->second.by_kf_status[Text(r[1])] += r[2].get<int64_t>();
+    }
   }
   std::vector<TaskSummary> out;
   for (auto& [name, s] : by_task) {
@@ -247,8 +239,8 @@ std::vector<KernelPoint> SqlStore::KernelHistory(const HistoryQuery& query) {
   ParamList params(*conn_);
   std::string sql = fmt::format(
       "SELECT k.\"id\", k.\"timestamp\", k.\"status\", {}, k.\"improve_over_native\", k.\"score\" FROM \"kernels\" "
-      "AS k{} WHERE k.\"task_name\" = {} AND k.\"id\" > {} ORDER BY k.\"id\"",
-      KfStatusColumn(), KfStatusJoin(), params.Add(T::kVarchar, query.task_name),
+      "AS k WHERE k.\"task_name\" = {} AND k.\"id\" > {} ORDER BY k.\"id\"",
+      KernelColumnSql(*GetTable("kernels").Find("kf_status")), params.Add(T::kVarchar, query.task_name),
       params.Add(T::kInteger, query.after_id));
   if (query.limit > 0) sql += " LIMIT " + params.Add(T::kInteger, query.limit);
   std::vector<KernelPoint> out;

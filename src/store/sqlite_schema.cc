@@ -57,52 +57,53 @@ bool SqliteTableExists(Db& db, std::string_view name) {
   return st.Step() && st.ColumnInt(0) > 0;
 }
 
+bool SqliteColumnExists(Db& db, std::string_view table, std::string_view column) {
+  Stmt st = db.Prepare("SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2");
+  st.BindText(1, table);
+  st.BindText(2, column);
+  return st.Step() && st.ColumnInt(0) > 0;
+}
+
 bool EnsureSqliteSchema(Db& db, bool create) {
-  auto all_exist = [&db](const std::vector<Table>& tables) {
-    return std::all_of(tables.begin(), tables.end(), [&](const Table& t) { return SqliteTableExists(db, t.name); });
-  };
-  if (create && !(all_exist(Tables()) && all_exist(KfTables()))) {
+  if (create && !std::all_of(Tables().begin(), Tables().end(),
+                             [&](const Table& t) { return SqliteTableExists(db, t.name); })) {
     Transaction tx(db);
-    for (const auto* list : {&Tables(), &KfTables()}) {
-      for (const auto& t : *list) db.Exec(CreateTableSql(t));
-    }
+    for (const auto& t : Tables()) db.Exec(CreateTableSql(t));
     tx.Commit();
   }
-  bool kf_tables = true;
-  for (const auto* list : {&Tables(), &KfTables()}) {
-    for (const auto& t : *list) {
-      std::map<std::string, std::string> declared;
-      {
-        Stmt st = db.Prepare("SELECT name, type FROM pragma_table_info(?1)");
-        st.BindText(1, t.name);
-        while (st.Step()) declared[st.ColumnText(0)] = st.ColumnText(1);
-      }
-      if (declared.empty()) {
-        if (list == &KfTables()) {  // optional when read-only: our status is then read from eval_log
-          kf_tables = false;
+  bool kf_columns = true;
+  for (const auto& t : Tables()) {
+    std::map<std::string, std::string> declared;
+    {
+      Stmt st = db.Prepare("SELECT name, type FROM pragma_table_info(?1)");
+      st.BindText(1, t.name);
+      while (st.Step()) declared[st.ColumnText(0)] = st.ColumnText(1);
+    }
+    if (declared.empty()) {
+      throw Error(ErrorKind::kInvalidArgument, fmt::format("table '{}' is missing: {}", t.name, StaleHint()),
+                  db.path(), std::string(t.name));
+    }
+    for (const auto& c : t.columns) {
+      std::string field = fmt::format("{}.{}", t.name, c.name);
+      auto it = declared.find(std::string(c.name));
+      if (it == declared.end()) {
+        if (c.kf_own) {  // an older database: migrated by a read-write open, read as NULL otherwise
+          kf_columns = false;
           continue;
         }
-        throw Error(ErrorKind::kInvalidArgument, fmt::format("table '{}' is missing: {}", t.name, StaleHint()),
-                    db.path(), std::string(t.name));
+        throw Error(ErrorKind::kInvalidArgument, fmt::format("column '{}' is missing: {}", field, StaleHint()),
+                    db.path(), field);
       }
-      for (const auto& c : t.columns) {
-        std::string field = fmt::format("{}.{}", t.name, c.name);
-        auto it = declared.find(std::string(c.name));
-        if (it == declared.end()) {
-          throw Error(ErrorKind::kInvalidArgument, fmt::format("column '{}' is missing: {}", field, StaleHint()),
-                      db.path(), field);
-        }
-        std::string want = DeclaredType(c);
-        if (TypeAffinity(it->second) != TypeAffinity(want)) {
-          throw Error(ErrorKind::kInvalidArgument,
-                      fmt::format("column '{}' is declared {} but should be {}: {}", field, it->second, want,
-                                  StaleHint()),
-                      db.path(), field);
-        }
+      std::string want = DeclaredType(c);
+      if (TypeAffinity(it->second) != TypeAffinity(want)) {
+        throw Error(ErrorKind::kInvalidArgument,
+                    fmt::format("column '{}' is declared {} but should be {}: {}", field, it->second, want,
+                                StaleHint()),
+                    db.path(), field);
       }
     }
   }
-  return kf_tables;
+  return kf_columns;
 }
 
 void BindValue(Stmt& stmt, int index, ColumnType type, const Json& value) {

@@ -19,11 +19,14 @@ std::string CreateTableSql(const Table& table);
 /// 'B'lob, 'R'eal or 'N'umeric.
 char TypeAffinity(std::string_view declared_type);
 
-/// Creates missing tables of Tables() and KfTables() (in one transaction). Then checks every table: a
-/// missing table of Tables(), or a missing column or a declared type with another affinity in any present
-/// table, throws kf::Error(kInvalidArgument) naming "table.column" (file = the database path). With create =
-/// false only the check runs. Returns whether all KfTables() exist.
+/// Creates missing tables of Tables() (in one transaction). Then checks every table: a missing table, a
+/// missing column (other than a kf_own one) or a declared type with another affinity throws
+/// kf::Error(kInvalidArgument) naming "table.column" (file = the database path). With create = false only
+/// the check runs. Returns whether every kf_own column exists (false: the database predates them and needs
+/// the kf_status migration, see KfStatusMigrationSql).
 bool EnsureSqliteSchema(Db& db, bool create);
+/// True when `table` has a column called `column`.
+bool SqliteColumnExists(Db& db, std::string_view table, std::string_view column);
 /// True when the database has a table called `name`.
 bool SqliteTableExists(Db& db, std::string_view name);
 

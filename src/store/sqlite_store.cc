@@ -49,6 +49,18 @@ void EnsureIndexes(SqliteConnection& conn) {
   tx.Commit();
 }
 
+/// Adds kernels.kf_status to a database written before it existed (KfStatusMigrationSql), once: the column is
+/// checked again under the write lock, so concurrent first opens migrate it only once.
+void MigrateKfColumns(SqliteConnection& conn) {
+  Transaction tx(conn.db());
+  if (!SqliteColumnExists(conn.db(), "kernels", "kf_status")) {
+    for (const std::string& sql : KfStatusMigrationSql(conn, DeclaredType(*GetTable("kernels").Find("kf_status")))) {
+      conn.db().Exec(sql);
+    }
+  }
+  tx.Commit();
+}
+
 }  // namespace
 
 SqliteConnection::SqliteConnection(const std::filesystem::path& path, const StoreOptions& options)
@@ -104,17 +116,13 @@ std::unique_ptr<Store> OpenSqliteStore(const std::filesystem::path& path, const 
     EnableWal(conn->db());
     conn->db().Exec("PRAGMA synchronous=NORMAL");
   }
-  bool had_status = SqliteTableExists(conn->db(), "kf_kernel_status");
-  bool status_table = EnsureSqliteSchema(conn->db(), /*create=*/!options.read_only);
+  bool kf_columns = EnsureSqliteSchema(conn->db(), /*create=*/!options.read_only);
   if (!options.read_only) {
-    if (!had_status) {  // a database the reference (or an older kf) wrote: record the statuses it holds
-      Transaction tx(conn->db());
-      conn->Query(KfStatusBackfillSql(*conn), {}, {});
-      tx.Commit();
-    }
+    if (!kf_columns) MigrateKfColumns(*conn);
+    kf_columns = true;
     EnsureIndexes(*conn);
   }
-  return std::make_unique<SqlStore>(std::move(conn), status_table);
+  return std::make_unique<SqlStore>(std::move(conn), kf_columns);
 }
 
 }  // namespace kf::store

@@ -80,15 +80,6 @@ KernelSort ParseKernelSort(std::string_view name) {
               "sort");
 }
 
-std::optional<std::string> ParseKfStatus(std::string_view eval_log) {
-  constexpr std::string_view kPrefix = "kf status: ";
-  if (eval_log.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
-  std::string_view rest = eval_log.substr(kPrefix.size());
-  std::string status(rest.substr(0, rest.find_first_of(" \n")));
-  if (status.empty()) return std::nullopt;
-  return status;
-}
-
 Json TaskSummary::ToJson() const {
   return Json{{"task_name", task_name},
               {"kernels", kernels},
@@ -120,13 +111,20 @@ std::optional<std::vector<std::pair<std::string_view, Json>>> PlanJobUpdate(cons
   if (progress) progress = std::clamp(*progress, 0.0, 1.0);
   if (update.status) {
     sets.emplace_back("status", std::string(JobStatusName(*update.status)));
-    if (IsTerminal(*update.status) && !state.has_finished) sets.emplace_back("finished_at", NowTimestamp());
+    if (IsTerminal(*update.status) && !state.has_finished && !update.finished_at) {
+      sets.emplace_back("finished_at", NowTimestamp());
+    }
     if (*update.status == JobStatus::kComplete) progress = 1.0;
   }
   if (progress) sets.emplace_back("progress", *progress);
   if (update.task_id) sets.emplace_back("task_id", *update.task_id);
   if (update.config) sets.emplace_back("config", *update.config);
-  if (update.started && !state.has_started) sets.emplace_back("started_at", NowTimestamp());
+  if (update.started_at) {
+    sets.emplace_back("started_at", *update.started_at);
+  } else if (update.started && !state.has_started) {
+    sets.emplace_back("started_at", NowTimestamp());
+  }
+  if (update.finished_at) sets.emplace_back("finished_at", *update.finished_at);
   return sets;
 }
 

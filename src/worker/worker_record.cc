@@ -1,9 +1,12 @@
 // What a worker writes to its store for every finished job (reference spec §5.6 tables): a jobs row, the
-// tasks row, and job_logs rows (an INFO summary with the Celery facts, one RAW row per process result).
+// tasks row, and job_logs rows (an INFO summary with the Celery facts, one RAW row per process result in the
+// reference's format, kf::RawProcessLog).
 // --db is any store URL kf::OpenStore takes (OpenWorkerStore).
 #include <fmt/format.h>
 
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/record.hpp"
 #include "kernelfoundry/task.hpp"
 #include "worker/worker_impl.hpp"
 
@@ -11,15 +14,8 @@ namespace kf {
 
 namespace {
 
-std::optional<std::string> HostOf(const Json& worker_info) {
-  if (worker_info.is_object() && worker_info.contains("hostname") && worker_info["hostname"].is_string()) {
-    return worker_info["hostname"].get<std::string>();
-  }
-  return std::nullopt;
-}
-
-// One RAW job_logs row per ProcessResult in a SUCCESS value (build: the two build results; test: every
-// variant's correctness and performance results).
+// One RAW job_logs row per ProcessResult in a SUCCESS value, named as the reference names them (build: the
+// two build results; test: every variant's correctness, performance and profiler results).
 void AddProcessLogs(const JobRecord& rec, int64_t job_id, std::vector<JobLog>& logs) {
   auto add = [&](const std::string& name, const Json& pr, const Json& worker_info) {
     if (!pr.is_object()) return;
@@ -29,19 +25,7 @@ void AddProcessLogs(const JobRecord& rec, int64_t job_id, std::vector<JobLog>& l
     } catch (const Error&) {
       return;
     }
-    JobLog log;
-    log.job_id = job_id;
-    log.hostname = HostOf(worker_info);
-    log.level = "RAW";
-    log.message = p->CombineOutput(true);
-    log.extra = Json{{"log", name},
-                     {"returncode", p->returncode},
-                     {"output_data", p->output_data.value_or(nullptr)},
-                     {"worker_info", worker_info},
-                     {"celery_task_id", rec.message.id},
-                     {"trial", 0},
-                     {"version", 0}};
-    logs.push_back(std::move(log));
+    logs.push_back(RawProcessLog(job_id, name, *p, worker_info, std::nullopt));
   };
   const Json& r = rec.result;
   if (!r.is_object()) return;
@@ -49,15 +33,18 @@ void AddProcessLogs(const JobRecord& rec, int64_t job_id, std::vector<JobLog>& l
     for (const char* key : {"build_result", "build_result_reference"}) {
       if (!r.contains(key) || !r[key].is_object()) continue;
       const Json& br = r[key];
-      add(std::string("build ") + (std::string(key) == "build_result" ? "custom" : "reference"),
-          br.value("result", Json(nullptr)), br.value("worker_info", Json(nullptr)));
+      add(BuildLogName(std::string(key) == "build_result_reference"), br.value("result", Json(nullptr)),
+          br.value("worker_info", Json(nullptr)));
     }
   } else if (rec.message.task == celery::kTestTaskName) {
     for (auto it = r.begin(); it != r.end(); ++it) {
       if (!it.value().is_object()) continue;
       const Json info = it.value().value("worker_info", Json(nullptr));
-      add("test " + it.key() + " correctness", it.value().value("correctness_result", Json(nullptr)), info);
-      add("test " + it.key() + " performance", it.value().value("performance_result", Json(nullptr)), info);
+      add(TestLogName(it.key(), "correctness"), it.value().value("correctness_result", Json(nullptr)), info);
+      add(TestLogName(it.key(), "performance"), it.value().value("performance_result", Json(nullptr)), info);
+      const Json traces = it.value().value("trace_results", Json(nullptr));
+      if (!traces.is_object()) continue;
+      for (auto t = traces.begin(); t != traces.end(); ++t) add(TestLogName(it.key(), "trace", t.key()), t.value(), info);
     }
   }
 }

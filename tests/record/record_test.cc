@@ -93,7 +93,8 @@ Evaluation WrongEvaluation(const Task& task) {
   ev.result.compiled = true;
   ev.result.eval_log = "E   assert -1 == 1\n";
   ev.result.metadata = {{"cpu", {{"eval_worker_info", {{"hostname", "h1"}}}}}, {"error", "x"}};
-  ProcessLog log{"test custom cpu correctness", ProcessResult::Create(1, "out", "err", "note"), {{"hostname", "h1"}}};
+  ProcessLog log{"test custom cpu correctness", ProcessResult::Create(1, "out", "err", "note"), {{"hostname", "h1"}},
+                 "test_custom_correctness"};
   ev.logs.push_back(log);
   ev.timings = {{"correctness custom cpu", 1.5}};
   return ev;
@@ -112,19 +113,26 @@ TEST(Rows, KernelRowKeepsTheReferenceColumnsAndOurStatus) {
   EXPECT_EQ(row["eval_worker_info"], (Json{{"cpu", {{"hostname", "h1"}}}}));
   EXPECT_EQ(row["eval_log"],
             "kf status: value_mismatch (cpu: tests failed although the output shapes match)\nE   assert -1 == 1\n");
-  EXPECT_EQ(ParseKfStatus(row["eval_log"].get<std::string>()), "value_mismatch");
-  EXPECT_EQ(ParseKfStatus("kf status: correct\nlog"), "correct");
-  EXPECT_EQ(ParseKfStatus("kf status: correct"), "correct");
-  EXPECT_FALSE(ParseKfStatus("pytest said kf status: correct").has_value());
-  EXPECT_FALSE(ParseKfStatus("").has_value());
+  EXPECT_EQ(row["kf_status"], "value_mismatch");  // typed: nothing reads it back out of eval_log
+  for (const char* key : kLineageKeys) EXPECT_FALSE(row.contains(key)) << key;  // no lineage given: NULL
 
+  // As the reference's Evaluator + DatabaseLogHandler write them: the name in message, the text in extra.
   std::vector<JobLog> logs = ProcessLogs(ev, 7, "u-1");
   ASSERT_EQ(logs.size(), 1u);
   EXPECT_EQ(logs[0].level, "RAW");
   EXPECT_EQ(logs[0].hostname, "h1");
-  EXPECT_EQ(logs[0].message, "note\nout\nerr");
-  EXPECT_EQ(logs[0].extra["log"], "test custom cpu correctness");
-  EXPECT_EQ(logs[0].extra["returncode"], 1);
+  EXPECT_EQ(logs[0].kernel_uuid, "u-1");
+  EXPECT_FALSE(logs[0].agent_session_id.has_value());
+  EXPECT_EQ(logs[0].message, "test_custom_correctness");
+  EXPECT_EQ(logs[0].extra,
+            (Json{{"log", "Return code: 1\nMessage: note\n------ Standard Output ------\nout\n"
+                          "------ Standard Error ------\nerr\n"},
+                  {"output_data", nullptr},
+                  {"worker_info", {{"hostname", "h1"}}},
+                  {"trial", 0},
+                  {"version", 0},
+                  {"iteration", 0},
+                  {"branch", 0}}));
 
   RecordedRun rec{.job_id = 3, .kernel_id = 9, .kernel_uuid = "u-1", .canceled = false, .store = "k.sqlite3"};
   Json doc = EvaluationDocument(ev, &rec);
@@ -203,6 +211,58 @@ TEST_P(RecordRunTest, CompleteRunStoresJobTaskKernelAndLogs) {
   EXPECT_EQ(status_while_running, "VALIDATING");
   EXPECT_EQ(store_->GetJob(v.job_id)["status"], "VALIDATED");
   EXPECT_EQ(db_->Value("SELECT count(*) FROM tasks"), "1");
+}
+
+// The lineage columns an optimisation loop gives (kf run --parent / --lineage, evaluate(parent_uuid=...)) land in
+// the kernels row and, for the agent session, trial and version, in its job logs; db_user defaults to the OS user.
+TEST_P(RecordRunTest, LineageColumnsAreWrittenWhenGiven) {
+  Evaluation ev;
+  Lineage lineage = LineageFromJson({{"parent_uuid", "p-1"}, {"trial", 3}, {"version", 2}, {"prompt", "make it fast"},
+                                     {"answer", "```cpp\n...```"}, {"language_model", "m-7"},
+                                     {"agent_session_id", "s-9"}, {"db_user", nullptr}},
+                                    "test");
+  RecordedRun rec = RecordRun(*store_, task_, [&](std::stop_token) { return WrongEvaluation(task_); },
+                              {.cancel_poll = std::chrono::milliseconds(0), .lineage = lineage}, &ev);
+  Json k = *store_->GetKernel(rec.kernel_id);
+  EXPECT_EQ(k["parent_uuid"], "p-1");
+  EXPECT_EQ(k["trial"], 3);
+  EXPECT_EQ(k["version"], 2);
+  EXPECT_EQ(k["prompt"], "make it fast");
+  EXPECT_EQ(k["answer"], "```cpp\n...```");
+  EXPECT_EQ(k["language_model"], "m-7");
+  EXPECT_EQ(k["agent_session_id"], "s-9");
+  EXPECT_EQ(k["db_user"], DefaultDbUser());
+  std::vector<Json> logs = store_->ListJobLogs(rec.job_id);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0]["message"], "test_custom_correctness");
+  EXPECT_EQ(logs[0]["agent_session_id"], "s-9");
+  EXPECT_EQ(logs[0]["kernel_uuid"], rec.kernel_uuid);
+  EXPECT_EQ(logs[0]["extra"]["trial"], 3);
+  EXPECT_EQ(logs[0]["extra"]["version"], 2);
+  EXPECT_EQ(logs[0]["extra"]["iteration"], 3);
+  EXPECT_EQ(logs[0]["extra"]["branch"], 2);
+
+  lineage.db_user = "loop-bot";
+  RecordedRun second = RecordRun(*store_, task_, [&](std::stop_token) { return WrongEvaluation(task_); },
+                                 {.cancel_poll = std::chrono::milliseconds(0), .lineage = lineage}, &ev);
+  EXPECT_EQ((*store_->GetKernel(second.kernel_id))["db_user"], "loop-bot");
+  EXPECT_EQ(LineageToJson(lineage).size(), 8u);
+  EXPECT_EQ(LineageToJson(Lineage{}), Json::object());
+}
+
+TEST(Rows, LineageFromJsonNamesTheBadKey) {
+  Error unknown = ExpectError(ErrorKind::kInvalidArgument, [] { LineageFromJson({{"parent", "x"}}, "--lineage"); });
+  EXPECT_EQ(unknown.file(), "--lineage");
+  EXPECT_EQ(unknown.field(), "parent");
+  Error type = ExpectError(ErrorKind::kInvalidArgument, [] { LineageFromJson({{"trial", "3"}}, "l.json"); });
+  EXPECT_EQ(type.field(), "trial");
+  EXPECT_NE(type.message().find("expected an integer"), std::string::npos) << type.message();
+  Error long_id = ExpectError(ErrorKind::kInvalidArgument,
+                              [] { LineageFromJson({{"agent_session_id", std::string(65, 'a')}}, "l.json"); });
+  EXPECT_EQ(long_id.field(), "agent_session_id");
+  EXPECT_NE(long_id.message().find("at most 64"), std::string::npos) << long_id.message();
+  ExpectError(ErrorKind::kInvalidArgument, [] { LineageFromJson(Json::array(), "l.json"); });
+  EXPECT_EQ(LineageFromJson({{"db_user", std::string(128, 'u')}}, "l.json").db_user->size(), 128u);
 }
 
 TEST_P(RecordRunTest, ExceptionMarksTheJobFailAndIsRethrown) {

@@ -83,21 +83,28 @@ int64_t AddKernel(Store& store, const DemoTask& t, const std::string& task_id, c
                                    {"improve_over_compile", -1.0},
                                    {"score", Score(status)},
                                    {"eval_log", log},
+                                   {"kf_status", status},
                                    {"gpu_arch", "cpu"},
                                    {"task_id", task_id},
                                    {"job_id", job}});
   std::string build = "\x1b[1m[1/2]\x1b[0m Building CXX object kernel.o\n";
   if (status == "build_error") build += "kernel.cpp:3:1: \x1b[1;31merror:\x1b[0m expected ';'\n";
   for (int i = 0; i < 300 && n % 25 == 0; ++i) build += fmt::format("warning line {}\n", i);  // long, folded
-  std::vector<JobLog> logs = {
-      {.job_id = job, .hostname = "demo-host", .kernel_uuid = uuid, .level = "RAW", .message = build + extra_log,
-       .extra = Json{{"log", "build custom cpu"}, {"returncode", status == "build_error" ? 1 : 0}, {"output_data", nullptr}}}};
+  // job_logs rows as the reference writes them (kf::RawProcessLog): the name in message, the text in extra.
+  auto raw = [&](const std::string& name, int returncode, const std::string& out, const Json& output_data) {
+    return JobLog{.job_id = job, .hostname = "demo-host", .kernel_uuid = uuid, .level = "RAW", .message = name,
+                  .extra = Json{{"log", fmt::format("Return code: {}\n------ Standard Output ------\n{}\n", returncode,
+                                                    out)},
+                                {"output_data", output_data},
+                                {"worker_info", {{"hostname", "demo-host"}}},
+                                {"trial", 0},
+                                {"version", 0}}};
+  };
+  std::vector<JobLog> logs = {raw("build", status == "build_error" ? 1 : 0, build + extra_log, nullptr)};
   if (status != "build_error") {
-    logs.push_back({.job_id = job, .hostname = "demo-host", .kernel_uuid = uuid, .level = "RAW",
-                    .message = ok ? "\x1b[32m2 passed\x1b[0m in 0.4s\n" : "\x1b[31m1 failed\x1b[0m, 1 passed\n",
-                    .extra = Json{{"log", "test custom cpu correctness"}, {"returncode", ok ? 0 : 1},
-                                  {"output_data", ok ? Json{{"runtimes", {{"bench_sum", {runtime, runtime * 1.01}}}}}
-                                                     : Json(nullptr)}}});
+    logs.push_back(raw("test_custom_correctness", ok ? 0 : 1,
+                       ok ? "\x1b[32m2 passed\x1b[0m in 0.4s\n" : "\x1b[31m1 failed\x1b[0m, 1 passed\n",
+                       ok ? Json{{"runtimes", {{"bench_sum", {runtime, runtime * 1.01}}}}} : Json(nullptr)));
   }
   store.InsertJobLogs(logs);
   (void)store.UpdateJob(job, {.status = JobStatus::kComplete});

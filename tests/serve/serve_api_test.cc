@@ -187,7 +187,7 @@ TEST_F(ServeApiTest, KernelDetailHasVerdictBenchmarksCodeBestAndLogs) {
   EXPECT_NEAR(b["reference_ms"].get<double>() / b["candidate_ms"].get<double>(), b["speedup"].get<double>(), 1e-9);
   EXPECT_GT(b["std_ms"].get<double>(), 0);
   EXPECT_EQ(b["num_trials"], 20);
-  EXPECT_TRUE(k["runtime_samples"].contains("test custom cpu correctness"));
+  EXPECT_TRUE(k["runtime_samples"].contains("test_custom_correctness"));
   EXPECT_EQ(k["code"]["output"], last.value("output_code", Json(nullptr)).is_null()
                                      ? (*store->GetKernel(last["id"].get<int64_t>()))["output_code"]
                                      : last["output_code"]);
@@ -196,9 +196,10 @@ TEST_F(ServeApiTest, KernelDetailHasVerdictBenchmarksCodeBestAndLogs) {
   EXPECT_EQ(k["best"]["id"], best_id);
   EXPECT_DOUBLE_EQ(k["best"]["speedup"].get<double>(), best);
   ASSERT_EQ(k["logs"].size(), 2u);
-  EXPECT_EQ(k["logs"][0]["name"], "build custom cpu");
-  EXPECT_EQ(k["logs"][1]["name"], "test custom cpu correctness");
+  EXPECT_EQ(k["logs"][0]["name"], "build");
+  EXPECT_EQ(k["logs"][1]["name"], "test_custom_correctness");
   EXPECT_EQ(k["logs"][1]["returncode"], 0);
+  EXPECT_NE(k["logs"][1]["message"].get<std::string>().find("2 passed"), std::string::npos);
 
   // An early kernel: its best earlier candidate is found whether or not it is among the fastest rows.
   Json early = Get("/api/kernels/" + std::to_string(rows[1]["id"].get<int64_t>()));
@@ -266,6 +267,35 @@ TEST_F(ServeApiTest, PageAndScriptAreServedWithAPolicy) {
 
 // /api/tasks is answered from a cache that folds in new rows: it must equal the store's full aggregation after
 // rows arrive from another writer, including a new task and a new best speedup; history pages say "more".
+// job_logs rows in the reference's format (the name in message, the text in extra["log"]: what kf writes and
+// what the reference's evaluator writes) and in the format of older kf versions (the name in extra["log"], the
+// text in message, extra["returncode"]) both show with their name, text and exit code.
+TEST(ServeLogs, ReferenceAndOlderRowsShowNameTextAndReturnCode) {
+  testing::TempDir dir;
+  auto store = OpenStore((dir.path() / "k.sqlite3").string());
+  int64_t job = store->CreateJob("custom", nullptr);
+  int64_t id = store->InsertKernel({{"uuid", "u"}, {"job_id", job}, {"task_name", "t"}});
+  store->InsertJobLogs(
+      {{.job_id = job, .kernel_uuid = "u", .level = "RAW", .message = "build_reference",
+        .extra = {{"log", "Return code: -11\nMessage: boom\n"}, {"output_data", nullptr}, {"worker_info", nullptr},
+                  {"trial", 0}, {"version", 0}}},
+       {.job_id = job, .kernel_uuid = "u", .level = "RAW", .message = "old text",
+        .extra = {{"log", "build custom"}, {"returncode", 0}}},
+       {.job_id = job, .kernel_uuid = "u", .level = "INFO", .message = "a general line"},
+       {.job_id = job, .kernel_uuid = "other", .level = "RAW", .message = "build"}});
+  Json logs = (*KernelDetail(*store, id))["logs"];
+  ASSERT_EQ(logs.size(), 3u);
+  EXPECT_EQ(logs[0]["name"], "build_reference");
+  EXPECT_EQ(logs[0]["returncode"], -11);
+  EXPECT_EQ(logs[0]["message"], "Return code: -11\nMessage: boom\n");
+  EXPECT_EQ(logs[1]["name"], "build custom");
+  EXPECT_EQ(logs[1]["returncode"], 0);
+  EXPECT_EQ(logs[1]["message"], "old text");
+  EXPECT_EQ(logs[2]["name"], "");
+  EXPECT_TRUE(logs[2]["returncode"].is_null());
+  EXPECT_EQ(logs[2]["message"], "a general line");
+}
+
 TEST(ServeLiveTest, TaskSummariesFollowNewRowsAndHistoryPages) {
   testing::TempDir dir;
   const std::string db = (dir.path() / "k.sqlite3").string();
@@ -287,9 +317,9 @@ TEST(ServeLiveTest, TaskSummariesFollowNewRowsAndHistoryPages) {
   };
   EXPECT_EQ(tasks(), expected());
   writer->InsertKernel({{"task_name", "omp_reduction"}, {"status", "correct"}, {"score", 5},
-                        {"improve_over_native", 99.5}, {"eval_log", "kf status: correct\n"}});
+                        {"improve_over_native", 99.5}, {"eval_log", "kf status: correct\n"}, {"kf_status", "correct"}});
   writer->InsertKernel({{"task_name", "brand_new"}, {"status", "error"}, {"score", 1},
-                        {"eval_log", "kf status: build_error (x)\n"}});
+                        {"eval_log", "kf status: build_error (x)\n"}, {"kf_status", "build_error"}});
   writer->InsertKernel({{"status", "compiled"}});  // no task name, no kf status
   Json now = tasks();
   EXPECT_EQ(now, expected());

@@ -29,7 +29,8 @@ class ReadApiTest : public testing::BackendTest {
     }
     (void)store_->UpdateJob(4, {.status = JobStatus::kFail});  // COMPLETE is not final: FAIL overrides
     store_->CreateJob("custom", nullptr);
-    // Kernels 1..7 (our status in eval_log's first line; kernel 6 written "by the reference").
+    // Kernels 1..7 (our status in kf_status and, as kf writes it, eval_log's first line; kernel 6 written "by the
+    // reference").
     struct K {
       const char* task;
       int64_t job;
@@ -48,7 +49,8 @@ class ReadApiTest : public testing::BackendTest {
     for (const K& k : ks) {
       std::string log = k.kf != nullptr ? std::string("kf status: ") + k.kf + " (detail)\nlog text" : "plain log";
       store_->InsertKernel({{"task_name", k.task}, {"job_id", k.job}, {"status", k.status}, {"score", k.score},
-                            {"improve_over_native", k.speedup}, {"eval_log", log}});
+                            {"improve_over_native", k.speedup}, {"eval_log", log},
+                            {"kf_status", k.kf != nullptr ? Json(k.kf) : Json(nullptr)}});
     }
     store_->InsertJobLogs({JobLog{.job_id = 2, .kernel_uuid = "u3", .level = "RAW", .message = "build output",
                                   .extra = {{"log", "build custom"}}},
@@ -194,35 +196,66 @@ TEST_P(ReadApiTest, KernelPagesSortFilterAndCount) {
   ExpectError(ErrorKind::kInvalidArgument, [] { ParseKernelSort("fastest"); });
 }
 
-// A database without our kf_kernel_status (written by the reference or an older kf): a read-only store computes
-// our status from eval_log and answers the same; a read-write open adds the table, filled from the kernels.
-TEST_P(ReadApiTest, DatabaseWithoutStatusTableReadsTheSameAndIsFilledOnReadWriteOpen) {
-  auto expect_same = [](Store& store) {
+// A database written before kernels.kf_status existed (by the reference, or by an older kf, which kept our status
+// in eval_log's first line and in a table kf_kernel_status): opened read-only, kf_status reads NULL and every read
+// still works; the first read-write open adds the column, fills it from eval_log (once) and drops the old table.
+TEST_P(ReadApiTest, OlderDatabaseReadsWithoutOurStatusAndIsMigratedOnceOnReadWriteOpen) {
+  auto expect_statuses = [](Store& store) {
     auto summaries = store.ListTaskSummaries();
     ASSERT_EQ(summaries.size(), 2u);
     EXPECT_EQ(summaries[0].by_kf_status,
               (std::map<std::string, int64_t>{{"correct", 2}, {"crash", 1}, {"no_reference", 1}, {"value_mismatch", 1}}));
-    EXPECT_EQ(summaries[1].by_kf_status, (std::map<std::string, int64_t>{{"", 1}, {"build_error", 1}}));
+    EXPECT_EQ(summaries[1].by_kf_status, (std::map<std::string, int64_t>{{"", 2}, {"build_error", 1}}));
     EXPECT_EQ(store.KernelHistory({.task_name = "alpha"})[1].kf_status, "value_mismatch");
     EXPECT_EQ(Ids(store.ListKernels({.kf_status = "correct", .columns = {"id"}})), (std::vector<int64_t>{1, 3}));
     EXPECT_EQ(store.CountKernels({.kf_status = "crash"}), 1);
     EXPECT_EQ((*store.GetKernel(2))["kf_status"], "value_mismatch");
     EXPECT_TRUE((*store.GetKernel(6))["kf_status"].is_null());
   };
-  expect_same(*store_);
-  EXPECT_EQ(db_->Value("SELECT count(*) FROM kf_kernel_status"), "7");
-  db_->Sql("DROP TABLE kf_kernel_status");
+  const bool sqlite = GetParam() == Backend::kSqlite;
+  // The older layout: no kf_status column, our former table beside the reference's.
+  db_->Sql("DROP INDEX IF EXISTS kf_ix_kernels_kf_status");
+  db_->Sql("ALTER TABLE kernels DROP COLUMN kf_status");
+  db_->Sql("CREATE TABLE kf_kernel_status (kernel_id INTEGER NOT NULL, task_name VARCHAR, kf_status VARCHAR(32), "
+           "PRIMARY KEY (kernel_id))");
+  // A first line whose word does not fit VARCHAR(32) is not a status of ours (and must not fail PostgreSQL).
+  db_->Sql("INSERT INTO kernels (task_name, db_user, eval_log) VALUES ('beta', 'u', 'kf status: " +
+           std::string(33, 'x') + "\nlog')");
+  const std::string columns_sql = sqlite ? "SELECT count(*) FROM pragma_table_info('kernels')"
+                                             : "SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                                               "'kernels' AND table_schema = 'public'";
+  const std::string columns_before = db_->Value(columns_sql);
+
   auto reader = Open({.read_only = true});
-  expect_same(*reader);
-  auto writer = Open();  // creates and fills the table
-  EXPECT_EQ(db_->Value("SELECT count(*) FROM kf_kernel_status"), "7");
-  EXPECT_EQ(db_->Value("SELECT kf_status FROM kf_kernel_status WHERE kernel_id = 2"), "value_mismatch");
-  EXPECT_EQ(db_->Value("SELECT count(*) FROM kf_kernel_status WHERE kf_status IS NULL"), "1");
-  expect_same(*writer);
-  writer->InsertKernel({{"task_name", "beta"}, {"eval_log", "kf status: crash\n"}});
-  EXPECT_EQ(writer->ListTaskSummaries()[1].by_kf_status["crash"], 1);
-  Open();  // a second open fills nothing twice
-  EXPECT_EQ(db_->Value("SELECT count(*) FROM kf_kernel_status"), "8");
+  auto summaries = reader->ListTaskSummaries();
+  ASSERT_EQ(summaries.size(), 2u);
+  EXPECT_EQ(summaries[0].by_kf_status, (std::map<std::string, int64_t>{{"", 5}}));
+  EXPECT_EQ(summaries[1].by_kf_status, (std::map<std::string, int64_t>{{"", 3}}));
+  EXPECT_EQ(summaries[0].by_status, (std::map<std::string, int64_t>{{"compiled", 2}, {"correct", 3}}));
+  EXPECT_EQ(reader->KernelHistory({.task_name = "alpha"})[1].kf_status, "");
+  EXPECT_TRUE(reader->ListKernels({.kf_status = "correct"}).empty());
+  EXPECT_EQ(reader->CountKernels({.kf_status = "crash"}), 0);
+  Json two = *reader->GetKernel(2);
+  EXPECT_TRUE(two["kf_status"].is_null());
+  EXPECT_EQ(two["status"], "compiled");
+  EXPECT_EQ(reader->ListKernels({.last_n = 2}).size(), 2u);
+  EXPECT_EQ(db_->Value(columns_sql), columns_before);  // read-only changed nothing
+
+  auto writer = Open();  // migrates: adds and fills kf_status, drops kf_kernel_status
+  EXPECT_EQ(db_->Value("SELECT kf_status FROM kernels WHERE id = 2"), "value_mismatch");
+  EXPECT_EQ(db_->Value("SELECT count(*) FROM kernels WHERE kf_status IS NULL"), "2");  // kernel 6 and kernel 8
+  EXPECT_EQ(db_->Value(sqlite ? "SELECT count(*) FROM sqlite_master WHERE name = 'kf_kernel_status'"
+                                  : "SELECT count(*) FROM information_schema.tables WHERE table_name = "
+                                    "'kf_kernel_status'"),
+            "0");
+  expect_statuses(*writer);
+  // Once: a later open does not derive statuses from eval_log again, and new rows carry their own.
+  db_->Sql("UPDATE kernels SET kf_status = 'crash' WHERE id = 1");
+  Open();
+  EXPECT_EQ(db_->Value("SELECT kf_status FROM kernels WHERE id = 1"), "crash");
+  writer->InsertKernel({{"task_name", "beta"}, {"kf_status", "timeout"}, {"eval_log", "kf status: correct\n"}});
+  EXPECT_EQ(writer->ListTaskSummaries()[1].by_kf_status["timeout"], 1);
+  EXPECT_EQ(writer->ListTaskSummaries()[1].by_kf_status.count("correct"), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ReadApiTest, ::testing::Values(Backend::kSqlite, Backend::kPostgres),

@@ -1,6 +1,9 @@
-"""The reference's tables as SQLAlchemy models, written from the spec (reference-spec.md section 5.6), for
-tests/store/schema_test.cc: `python3 reference_models.py URL` creates them with metadata.create_all, as the
-reference does, so the test can compare our schema with SQLAlchemy's on SQLite and PostgreSQL."""
+"""The reference's tables as SQLAlchemy models, re-typed from the facts of its tables.py (column names and
+order, types, VARCHAR lengths, NOT NULL, server and client defaults; reference-spec.md section 5.6), not from
+its code. Used by tests/store/schema_test.cc (`python3 reference_models.py URL` creates them with
+metadata.create_all, as the reference does, so the test can compare our schema with SQLAlchemy's on SQLite and
+PostgreSQL) and by tests/python/test_ref_api_database.py (the reference's models reading what kf writes and
+writing what kf reads)."""
 import getpass
 import sys
 

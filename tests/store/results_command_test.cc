@@ -26,12 +26,13 @@ class ResultsCommandTest : public testing::BackendTest {
     (void)store_->UpdateJob(job, {.status = JobStatus::kComplete});
     store_->InsertKernel({{"task_name", "relu_cpu"}, {"job_id", job}, {"status", "correct"}, {"score", 5},
                           {"runtime", 0.123456}, {"improve_over_native", 2.5}, {"gpu_arch", "cpu"},
-                          {"eval_log", "kf status: correct\nlong log"}});
+                          {"eval_log", "kf status: correct\nlong log"}, {"kf_status", "correct"}});
     store_->InsertKernel({{"task_name", "gelu"}, {"status", "error"}, {"score", 1}, {"runtime", -1.0},
                           {"improve_over_native", -1.0}, {"eval_log", "a log the reference wrote"}});
     store_->InsertKernel({{"task_name", "relu_cpu"}, {"job_id", job}, {"status", "compiled"}, {"score", 3},
                           {"eval_log", "kf status: value_mismatch (cpu: tests failed although the output shapes "
-                                       "match)\nlog"}});
+                                       "match)\nlog"},
+                          {"kf_status", "value_mismatch"}});
   }
   std::string Kf(const std::string& args, const std::string& env = {}) {
     return env + " '" + kf_.string() + "' " + args;

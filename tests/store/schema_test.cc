@@ -3,6 +3,7 @@
 // databases created by the reference; SQLite's WAL mode, sqlite3 CLI and affinity rules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -65,7 +66,8 @@ const std::map<std::string, Columns>& ExpectedSchema() {
         {"task_id", "VARCHAR(64)"},
         {"job_id", "INTEGER"},
         {"agent_session_id", "VARCHAR(64)"},
-        {"db_user", "VARCHAR(128)"}}},
+        {"db_user", "VARCHAR(128)"},
+        {"kf_status", "VARCHAR(32)"}}},  // ours, after the reference's columns
       {"tasks",
        {{"id", "VARCHAR(64)"},
         {"task_name", "VARCHAR"},
@@ -187,13 +189,8 @@ TEST_P(SchemaTest, ColumnsAndDeclaredTypesMatchSpec) {
                                         "'public' ORDER BY table_name";
   std::vector<std::string> names;
   for (const auto& r : db_->Sql(tables_sql)) names.push_back(r[0]);
-  // The reference's six tables plus our kf_kernel_status.
-  EXPECT_EQ(names, (std::vector<std::string>{"baseline_times", "job_logs", "jobs", "kernels", "kf_kernel_status", "rag",
-                                             "tasks"}));
-  EXPECT_EQ(ColumnsOf(*db_, "kf_kernel_status"),
-            (Columns{{"kernel_id", IsSqlite() ? "INTEGER" : "integer"},
-                     {"task_name", IsSqlite() ? "VARCHAR" : "character varying"},
-                     {"kf_status", IsSqlite() ? "VARCHAR(32)" : "character varying(32)"}}));
+  // The reference's six tables and nothing else (our status is the column kernels.kf_status).
+  EXPECT_EQ(names, (std::vector<std::string>{"baseline_times", "job_logs", "jobs", "kernels", "rag", "tasks"}));
   for (const auto& [table, sqlite_expected] : ExpectedSchema()) {
     Columns expected = sqlite_expected;
     if (!IsSqlite()) {
@@ -299,8 +296,9 @@ TEST_P(SchemaTest, AcceptsADatabaseCreatedByTheReference) {
 
 // The catalog our store creates equals the one SQLAlchemy's create_all makes from the reference's models
 // (tests/store/reference_models.py, written from spec §5.6): names, types, lengths, NOT NULL, defaults and
-// keys, on both backends; the one deliberate difference is kernels.task_id being nullable. Our store then
-// appends to the SQLAlchemy-made database.
+// keys, on both backends; the deliberate differences are kernels.task_id being nullable and our column
+// kernels.kf_status after the reference's. Our store then appends to the SQLAlchemy-made database (adding
+// kf_status to it on the way).
 TEST_P(SchemaTest, CatalogEqualsSqlalchemyCreateAll) {
   testing::TestDatabase ref(GetParam());
   std::string url = IsSqlite() ? "sqlite:///" + ref.url() : ref.url();
@@ -325,6 +323,13 @@ TEST_P(SchemaTest, CatalogEqualsSqlalchemyCreateAll) {
     return lines;
   };
   std::vector<std::string> theirs = catalog(ref), ours = catalog(*db_);
+  const std::string kf_status = IsSqlite() ? "kernels | kf_status | VARCHAR(32) | 0 | - | 0"
+                                           : "kernels | kf_status | character varying | 32 | YES | -";
+  auto ours_kf = std::find(ours.begin(), ours.end(), kf_status);
+  ASSERT_NE(ours_kf, ours.end());
+  EXPECT_EQ(*(ours_kf - 1), IsSqlite() ? "kernels | db_user | VARCHAR(128) | 1 | - | 0"
+                                       : "kernels | db_user | character varying | 128 | NO | -");
+  ours.erase(ours_kf);
   ASSERT_EQ(theirs.size(), 100u);
   ASSERT_EQ(ours.size(), theirs.size());
   for (size_t i = 0; i < ours.size(); ++i) {
@@ -335,8 +340,10 @@ TEST_P(SchemaTest, CatalogEqualsSqlalchemyCreateAll) {
     EXPECT_EQ(ours[i], theirs[i]);
   }
   auto store = OpenStore(ref.url());
-  EXPECT_GT(store->InsertKernel({{"task_id", "t"}, {"task_name", "appended"}}), 0);
+  EXPECT_GT(store->InsertKernel({{"task_id", "t"}, {"task_name", "appended"}, {"kf_status", "correct"}}), 0);
   EXPECT_EQ(store->ListKernels({}).at(0)["task_name"], "appended");
+  EXPECT_EQ(store->ListKernels({}).at(0)["kf_status"], "correct");
+  EXPECT_EQ(catalog(ref).size(), 101u);  // the migration added kf_status
 }
 
 TEST_P(SchemaTest, ReadOnlyOpenOfMissingDatabaseIsNotFoundAndCreatesNothing) {

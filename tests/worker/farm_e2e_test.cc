@@ -138,6 +138,18 @@ TEST_F(FarmE2E, PythonCeleryClientFindsAndUsesKfWorker) {
   for (int id = 1; id <= 5; ++id) statuses.insert(store->GetJob(id)["status"].get<std::string>());
   EXPECT_EQ(statuses, (std::multiset<std::string>{"COMPLETE", "COMPLETE", "COMPLETE", "COMPLETE", "FAIL"}));
   testing::ExpectError(ErrorKind::kNotFound, [&] { store->GetJob(6); });
+  // The process outputs in the reference's job_logs format: the log's name in message, the text in extra.
+  std::multiset<std::string> raw_names;
+  for (int id = 1; id <= 5; ++id) {
+    for (const Json& log : store->ListJobLogs(id)) {
+      if (log["level"] != "RAW") continue;
+      raw_names.insert(log["message"].get<std::string>());
+      EXPECT_EQ(log["extra"]["log"].get<std::string>().rfind("Return code: ", 0), 0u) << log.dump();
+    }
+  }
+  EXPECT_EQ(raw_names.count("build"), 1u) << Json(std::vector<std::string>(raw_names.begin(), raw_names.end())).dump();
+  EXPECT_EQ(raw_names.count("test_custom_correctness"), 1u);
+  EXPECT_EQ(raw_names.count("test_reference_correctness"), 1u);
 }
 
 TEST_F(FarmE2E, KfRunGetsVerdictsFromAPythonCeleryWorker) {

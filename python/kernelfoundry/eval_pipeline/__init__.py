@@ -4,9 +4,14 @@
 - :mod:`kernelfoundry.eval_pipeline.task`: ``Task``, ``ProcessResult``, ``BuildResult``, ``TestResult``
   (reference spec §3; the seed API document).
 - :mod:`kernelfoundry.eval_pipeline.utils.memory_file_map`: ``MemoryFileMap`` (spec §2).
-- :mod:`kernelfoundry.eval_pipeline.evaluation`: ``evaluate(task, candidate) -> Evaluation`` (what ``kf run``
-  does: build, test, time, score).
-- :mod:`kernelfoundry.eval_pipeline.store`: ``open_store(url)`` — read access to stored results.
+- :mod:`kernelfoundry.eval_pipeline.utils.custom_task_helper`: the reference's block / config / test-name
+  helpers (``get_block``, ``update_block``, ``get_config``, ``get_test_names``, ``blocks_to_str``, …).
+- :mod:`kernelfoundry.eval_pipeline.evaluation`: ``evaluate(task, candidate, db=None, parent_uuid=None, ...)
+  -> Evaluation`` (what ``kf run`` does: build, test, time, score, and with ``db`` record).
+- :mod:`kernelfoundry.eval_pipeline.store`: ``open_store(url)`` — access to stored results.
+- :mod:`kernelfoundry.eval_pipeline.database` (needs SQLAlchemy; imported on use): the reference's database
+  API (``init(cfg)``, ``add_job``, ``update_job_status``, ``add_job_log_batch``, models ``Kernel``, ``Task``,
+  ``Job``, ``JobLog``, sessions) over our store.
 - :mod:`kernelfoundry.eval_pipeline.errors`: one exception class per C++ error kind; each is also the
   builtin the reference raises (ValueError, FileNotFoundError, KeyError, AssertionError, ...).
 

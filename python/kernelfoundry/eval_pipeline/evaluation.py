@@ -1,6 +1,7 @@
 """kernelfoundry.eval_pipeline.evaluation — evaluate a candidate end to end from Python.
 
-``evaluate(task, candidate)`` does what ``kf run TASK --candidate FILE --no-store`` does: the task is
+``evaluate(task, candidate)`` does what ``kf run TASK --candidate FILE --no-store`` does (with ``db=URL`` what
+``kf run --db URL`` does: the run is recorded, lineage columns such as ``parent_uuid`` included): the task is
 validated, its overrides applied, the candidate put into the EVOLVE block(s), the candidate and the reference
 built and tested (correctness, then performance) in contained child processes, and the result scored
 (include/kernelfoundry/evaluate.hpp, reference spec §4.1-§4.9). The GIL is released while children run;

@@ -64,13 +64,28 @@ class Evaluation:
     @property
     def work_dirs(self) -> list[str]:
         """Directories kept on disk (keep_workdir=True)."""
+    @property
+    def job_id(self) -> Optional[int]:
+        """jobs.id of the recorded run (evaluate(db=...)), else None."""
+    @property
+    def kernel_id(self) -> Optional[int]:
+        """kernels.id of the stored row, else None (not recorded, or canceled)."""
+    @property
+    def kernel_uuid(self) -> Optional[str]:
+        """kernels.uuid of the stored row (the parent_uuid of candidates derived from this one), else None."""
+    @property
+    def canceled(self) -> bool:
+        """The recorded job was CANCELED from outside before or while it ran (no kernels row then)."""
 
 def evaluate(task: Union[Task, str, PathLike, bytes], candidate: Union[None, str, dict] = None,
              gpu_arch: Optional[str] = None, *, test_reference: bool = True, overrides: Optional[dict] = None,
              progress: Optional[Callable[[dict], Any]] = None,
              on_output_line: Optional[Callable[[bool, str], Any]] = None, keep_workdir: bool = False,
-             work_root: Optional[Union[str, PathLike]] = None) -> Evaluation:
-    """Evaluates a candidate end to end, like `kf run TASK --no-store`.
+             work_root: Optional[Union[str, PathLike]] = None, db: Optional[Union[str, PathLike]] = None,
+             parent_uuid: Optional[str] = None, trial: Optional[int] = None, version: Optional[int] = None,
+             prompt: Optional[str] = None, answer: Optional[str] = None, language_model: Optional[str] = None,
+             agent_session_id: Optional[str] = None, db_user: Optional[str] = None) -> Evaluation:
+    """Evaluates a candidate end to end, like `kf run TASK --no-store` (db=None) or `kf run TASK --db URL`.
 
     task: a Task, or a package path / archive bytes (loaded with Task.create; its overrides.yml applies).
     The task is validated first (Task.validate). candidate: None (the task's own EVOLVE code), a str (the new
@@ -84,6 +99,12 @@ def evaluate(task: Union[Task, str, PathLike, bytes], candidate: Union[None, str
     Callbacks run on pipeline threads with the GIL held; an exception in one stops the evaluation and is
     re-raised. The GIL is released while children run. Ctrl-C stops the evaluation (the running child tree
     is killed) and raises KeyboardInterrupt once it has wound down.
+
+    db: a store URL (as open_store): the run is recorded there as `kf run --db` records it — a job (INIT ->
+    RUN -> COMPLETE, FAIL on an exception), the tasks row, one kernels row (with kf_status and the lineage
+    columns given: parent_uuid, trial, version, prompt, answer, language_model, agent_session_id, db_user —
+    default the OS user) and the job_logs rows in the reference's format; Evaluation.job_id / kernel_uuid say
+    where. A job CANCELED meanwhile stops the run. Lineage arguments without db raise InvalidArgumentError.
 
     Candidate failures (extraction, build, crash, timeout, wrong values) are verdicts, not exceptions.
     Raises InvalidArgumentError (invalid task, block update that does not fit the task, no gpu_arch),

@@ -7,6 +7,10 @@ access follows the reference's dataclasses: dict and list fields return copies (
 change them); result fields (``task.build_result``, ``build_result.result``, ...) and ``task.task_data`` are
 live views of the parent. Errors are the classes of :mod:`kernelfoundry.eval_pipeline.errors`, which are also
 the builtins the reference raises. See task.pyi for signatures, shapes and units.
+
+``Task.to_database_task()`` returns the reference's SQLAlchemy model
+(:class:`kernelfoundry.eval_pipeline.database.tables.Task`, ready for ``database.add_ignore_errors``) when
+SQLAlchemy can be imported, else a :class:`DatabaseTask` with the same attributes.
 """
 
 from __future__ import annotations

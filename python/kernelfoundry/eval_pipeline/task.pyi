@@ -5,6 +5,7 @@ include/kernelfoundry/task.hpp and results.hpp. Errors: the classes of kernelfou
 each also the builtin the reference raises (named in each docstring).
 """
 
+import kernelfoundry.eval_pipeline.database.tables
 from os import PathLike
 from subprocess import CompletedProcess
 from typing import Any, Callable, Optional, Union
@@ -189,9 +190,10 @@ class Task:
         """From encode()'s dict (or the reference's): task_data, has_build_step, correctness_tests,
         profile_tests, config, blocks required; has_reference_build_step defaults to False. Raises ParseError
         (ValueError) naming the key, UnsafeInputError (ValueError) for a path outside the task."""
-    def to_database_task(self) -> DatabaseTask:
-        """The `tasks` row (id = hash_id()). Raises NotFoundError (KeyError) when config lacks task_name or
-        task_origin."""
+    def to_database_task(self) -> Union[DatabaseTask, "kernelfoundry.eval_pipeline.database.tables.Task"]:
+        """The `tasks` row (id = hash_id()): a database.tables.Task (SQLAlchemy model, for
+        database.add_ignore_errors) when SQLAlchemy is installed, else a DatabaseTask with the same attributes.
+        Raises NotFoundError (KeyError) when config lacks task_name or task_origin."""
     def hash_id(self) -> str:
         """SHA-256 over the base64 contents in sorted path order, config.yaml/.yml excluded (64 hex chars)."""
     def apply_config(self, config: dict) -> None:

@@ -14,6 +14,7 @@ PYBIND11_MODULE(_core, m) {
   kfpy::RegisterTask(m);
   kfpy::RegisterEvaluate(m);
   kfpy::RegisterStore(m);
+  kfpy::RegisterHelpers(m);
   // Classes report the public module they are documented in (repr, pickle, help()).
   const std::pair<const char*, const char*> homes[] = {
       {"MemoryFileMap", "kernelfoundry.eval_pipeline.utils.memory_file_map"},

@@ -1,5 +1,7 @@
-// evaluate() for Python — what `kf run --no-store` does (src/cli/cmd_run.cc): load/validate the task, apply
-// overrides, kf::Evaluate (include/kernelfoundry/evaluate.hpp), and return the Evaluation.
+// evaluate() for Python — what `kf run` does (src/cli/cmd_run.cc): load/validate the task, apply overrides,
+// kf::Evaluate (include/kernelfoundry/evaluate.hpp), and return the Evaluation; with db=URL the run is
+// recorded as `kf run --db URL` records it (kf::EvaluateAndRecord: job, tasks, kernels and job_logs rows, the
+// lineage columns when given), else nothing is stored (`kf run --no-store`).
 //
 // GIL policy: the evaluation runs on a worker thread with the GIL released; the progress / output callbacks
 // arrive on the pipeline's threads and take the GIL for the call. The calling thread waits without the GIL
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <stop_token>
 #include <thread>
@@ -21,6 +24,8 @@
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/record.hpp"
+#include "kernelfoundry/store.hpp"
 #include "objects.hpp"
 
 namespace kfpy {
@@ -30,7 +35,17 @@ using kf::Json;
 
 struct PyEvaluation {
   std::shared_ptr<kf::Evaluation> ev;
+  std::optional<kf::RecordedRun> recorded{};  ///< set when evaluate(db=...) stored the run
 };
+
+/// The lineage keyword arguments of evaluate() (None = unset) as a kf::Lineage, checked by LineageFromJson.
+kf::Lineage LineageArgs(const py::dict& kwargs) {
+  kf::Json j = kf::Json::object();
+  for (const char* key : kf::kLineageKeys) {
+    if (kwargs.contains(key) && !kwargs[key].is_none()) j[key] = ToJson(kwargs[key]);
+  }
+  return kf::LineageFromJson(j, "evaluate()");
+}
 
 /// A Python callable shared with the pipeline's threads: copies of the shared_ptr never touch Python
 /// reference counts; the last release takes the GIL.
@@ -92,6 +107,44 @@ kf::Task ResolveTask(py::handle task_arg, py::handle* overrides, py::object* met
   return std::move(created.first);
 }
 
+/// Runs `body` (which must not throw) on a worker thread while this thread waits without the GIL, taking it
+/// every 50 ms to run Python's signal handlers: an exception a handler raises (KeyboardInterrupt on Ctrl-C)
+/// requests state.stop and is returned once `body` has finished; null when none was raised.
+std::exception_ptr RunReleasingGil(const std::function<void()>& body, CallbackState& state) {
+  std::exception_ptr interrupt;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  py::gil_scoped_release release;
+  std::thread worker([&] {
+    body();
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  while (!done) {
+    cv.wait_for(lock, std::chrono::milliseconds(50));
+    if (done || interrupt) continue;
+    lock.unlock();
+    {
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) {  // a handler raised (KeyboardInterrupt on Ctrl-C)
+        try {
+          throw py::error_already_set();
+        } catch (...) {
+          interrupt = std::current_exception();
+        }
+        state.stop.request_stop();
+      }
+    }
+    lock.lock();
+  }
+  lock.unlock();
+  worker.join();
+  return interrupt;
+}
+
 std::optional<kf::BlockUpdate> Candidate(py::handle candidate) {
   if (candidate.is_none()) return std::nullopt;
   if (PyUnicode_Check(candidate.ptr())) return kf::BlockUpdate{kf::BlockUpdateShort{{"EVOLVE", Utf8(candidate, "candidate")}}};
@@ -100,7 +153,18 @@ std::optional<kf::BlockUpdate> Candidate(py::handle candidate) {
 
 PyEvaluation Evaluate(py::handle task_arg, py::handle candidate, py::handle gpu_arch, bool test_reference,
                       py::handle overrides, py::handle progress, py::handle on_output_line, bool keep_workdir,
-                      py::handle work_root) {
+                      py::handle work_root, py::handle db, const py::dict& lineage_args) {
+  const kf::Lineage lineage = LineageArgs(lineage_args);
+  if (db.is_none() && !kf::LineageToJson(lineage).empty()) {
+    throw kf::Error(kf::ErrorKind::kInvalidArgument, "lineage columns are stored with the run: pass db=URL too",
+                    "evaluate()", "db");
+  }
+  std::unique_ptr<kf::Store> store;
+  if (!db.is_none()) {
+    const std::string url = FsPath(db, "db");
+    py::gil_scoped_release release;
+    store = kf::OpenStore(url);  // before anything runs: a bad URL fails fast
+  }
   py::object metadata_overrides;
   kf::Task task = ResolveTask(task_arg, &overrides, &metadata_overrides);
   task.Validate(kf::HarnessTaskKinds());
@@ -140,48 +204,23 @@ PyEvaluation Evaluate(py::handle task_arg, py::handle candidate, py::handle gpu_
   }
 
   auto ev = std::make_shared<kf::Evaluation>();
+  std::optional<kf::RecordedRun> recorded;
   std::exception_ptr eval_error;
-  std::exception_ptr interrupt;
-  {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    py::gil_scoped_release release;
-    std::thread worker([&] {
-      try {
+  std::exception_ptr interrupt = RunReleasingGil([&] {
+    try {
+      if (store) {
+        recorded = kf::EvaluateAndRecord(*store, task, update, eo, kf::RecordOptions{.lineage = lineage}, ev.get());
+      } else {
         *ev = kf::Evaluate(task, update, eo);
-      } catch (...) {
-        eval_error = std::current_exception();
       }
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-      cv.notify_all();
-    });
-    std::unique_lock<std::mutex> lock(mu);
-    while (!done) {
-      cv.wait_for(lock, std::chrono::milliseconds(50));
-      if (done || interrupt) continue;
-      lock.unlock();
-      {
-        py::gil_scoped_acquire gil;
-        if (PyErr_CheckSignals() != 0) {  // a handler raised (KeyboardInterrupt on Ctrl-C)
-          try {
-            throw py::error_already_set();
-          } catch (...) {
-            interrupt = std::current_exception();
-          }
-          state->stop.request_stop();
-        }
-      }
-      lock.lock();
+    } catch (...) {
+      eval_error = std::current_exception();
     }
-    lock.unlock();
-    worker.join();
-  }
+  }, *state);
   if (interrupt) std::rethrow_exception(interrupt);
   if (state->error) std::rethrow_exception(state->error);
   if (eval_error) std::rethrow_exception(eval_error);
-  return PyEvaluation{std::move(ev)};
+  return PyEvaluation{std::move(ev), std::move(recorded)};
 }
 
 py::list Logs(const kf::Evaluation& ev, const std::shared_ptr<kf::Evaluation>& owner) {
@@ -256,17 +295,56 @@ void RegisterEvaluate(py::module_& m) {
     for (const auto& d : ev(e).kept_dirs) dirs.push_back(d.string());
     return dirs;
   }, "Work directories left on disk (keep_workdir=True).");
+  auto recorded = [](const PyEvaluation& e, auto field) -> py::object {
+    if (!e.recorded) return py::none();
+    return py::cast(field(*e.recorded));
+  };
+  c.def_property_readonly("job_id", [recorded](const PyEvaluation& e) {
+    return recorded(e, [](const kf::RecordedRun& r) { return r.job_id; });
+  }, "jobs.id of the recorded run (evaluate(db=...)), else None.");
+  c.def_property_readonly("kernel_id", [](const PyEvaluation& e) -> py::object {
+    if (!e.recorded || e.recorded->kernel_id == 0) return py::none();
+    return py::cast(e.recorded->kernel_id);
+  }, "kernels.id of the stored row, else None (not recorded, or the job was canceled).");
+  c.def_property_readonly("kernel_uuid", [](const PyEvaluation& e) -> py::object {
+    if (!e.recorded || e.recorded->kernel_uuid.empty()) return py::none();
+    return Str(e.recorded->kernel_uuid);
+  }, "kernels.uuid of the stored row (the parent_uuid of candidates derived from this one), else None.");
+  c.def_property_readonly("canceled", [](const PyEvaluation& e) { return e.recorded && e.recorded->canceled; },
+                          "True when the recorded job was CANCELED (from outside) before or while it ran.");
   c.def("__repr__", [ev](const PyEvaluation& e) {
     const kf::EvalResult& r = ev(e).result;
     return "Evaluation(status='" + std::string(kf::EvalStatusName(r.status)) + "', perf_score=" +
            std::to_string(r.perf_score) + ", speedup=" + std::to_string(r.runtime_improvement) + ")";
   });
 
-  m.def("evaluate", &Evaluate, py::arg("task"), py::arg("candidate") = py::none(), py::arg("gpu_arch") = py::none(),
-        py::kw_only(), py::arg("test_reference") = true, py::arg("overrides") = py::none(),
-        py::arg("progress") = py::none(), py::arg("on_output_line") = py::none(), py::arg("keep_workdir") = false,
-        py::arg("work_root") = py::none(),
-        "Evaluates a candidate end to end (what `kf run --no-store` does): build, correctness, performance, score.");
+  m.def("evaluate",
+        [](py::handle task, py::handle candidate, py::handle gpu_arch, bool test_reference, py::handle overrides,
+           py::handle progress, py::handle on_output_line, bool keep_workdir, py::handle work_root, py::handle db,
+           py::handle parent_uuid, py::handle trial, py::handle version, py::handle prompt, py::handle answer,
+           py::handle language_model, py::handle agent_session_id, py::handle db_user) {
+          py::dict lineage;
+          lineage["parent_uuid"] = parent_uuid;
+          lineage["trial"] = trial;
+          lineage["version"] = version;
+          lineage["prompt"] = prompt;
+          lineage["answer"] = answer;
+          lineage["language_model"] = language_model;
+          lineage["agent_session_id"] = agent_session_id;
+          lineage["db_user"] = db_user;
+          return Evaluate(task, candidate, gpu_arch, test_reference, overrides, progress, on_output_line, keep_workdir,
+                          work_root, db, lineage);
+        },
+        py::arg("task"), py::arg("candidate") = py::none(), py::arg("gpu_arch") = py::none(), py::kw_only(),
+        py::arg("test_reference") = true, py::arg("overrides") = py::none(), py::arg("progress") = py::none(),
+        py::arg("on_output_line") = py::none(), py::arg("keep_workdir") = false, py::arg("work_root") = py::none(),
+        py::arg("db") = py::none(), py::arg("parent_uuid") = py::none(), py::arg("trial") = py::none(),
+        py::arg("version") = py::none(), py::arg("prompt") = py::none(), py::arg("answer") = py::none(),
+        py::arg("language_model") = py::none(), py::arg("agent_session_id") = py::none(),
+        py::arg("db_user") = py::none(),
+        "Evaluates a candidate end to end (what `kf run` does): build, correctness, performance, score; with db=URL "
+        "the run is recorded there (job, tasks, kernels with the lineage columns given, job_logs), else nothing is "
+        "stored.");
 }
 
 }  // namespace kfpy

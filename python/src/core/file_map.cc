@@ -1,6 +1,8 @@
 // MemoryFileMap for Python (reference spec §2) — a view of kf::MemoryFileMap (include/kernelfoundry/
-// memory_file_map.hpp). `open()` is added in Python (kernelfoundry/eval_pipeline/utils/memory_file_map.py):
-// it is stream glue over __getitem__ / __setitem__.
+// memory_file_map.hpp). kernelfoundry/eval_pipeline/utils/memory_file_map.py adds what is Python glue over
+// these methods: open() (streams over __getitem__ / __setitem__), the live views file_map and meta_map (over
+// _store / _meta / _set_meta) and the loaders from_* callable on the class or on a map (over the static
+// _load_* and _merge).
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -71,6 +73,28 @@ PyFileMap FromArchiveArgs(const py::object& data, const py::object& path, const 
   return Own(MemoryFileMap::FromArchive(bytes));
 }
 
+/// {'mode'?: int, 'mtime'?: float} (or None / {}) -> FileMeta. TypeError / ValueError for anything else.
+kf::FileMeta MetaFromPy(py::handle meta) {
+  kf::FileMeta out;
+  if (meta.is_none()) return out;
+  if (!py::isinstance<py::dict>(meta)) throw py::type_error("meta must be a dict {'mode': int, 'mtime': float}");
+  for (auto [k, v] : meta.cast<py::dict>()) {
+    const std::string key = Utf8(py::str(k), "meta key");
+    if (key == "mode") {
+      if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v)) throw py::type_error("meta 'mode' must be an int");
+      const long long mode = v.cast<long long>();
+      if (mode < 0 || mode > 07777) throw py::value_error("meta 'mode' must be permission bits (0 to 0o7777)");
+      out.mode = static_cast<uint32_t>(mode) & 0777u;
+    } else if (key == "mtime") {
+      if (v.is_none()) continue;
+      out.mtime = py::reinterpret_borrow<py::object>(v).cast<double>();
+    } else {
+      throw py::value_error("unknown meta key '" + key + "' (expected 'mode' and 'mtime')");
+    }
+  }
+  return out;
+}
+
 py::dict MetaDict(const kf::FileMeta& meta) {
   py::dict d;
   if (meta.mode) d["mode"] = *meta.mode;
@@ -121,13 +145,36 @@ void RegisterFileMap(py::module_& m) {
   c.def("clear", [](const PyFileMap& self) { self.ref->Clear(); }, "Removes every file and its meta.");
   c.def("remove_root_dir", [](const PyFileMap& self) { return self.ref->RemoveRootDir(); },
         "Strips the longest common leading directory of all paths (B1/B2 fixed); True when something was stripped.");
-  c.def_property_readonly("meta_map", [](const PyFileMap& self) {
-    py::dict d;
-    for (const std::string& path : self.ref->ListFiles()) {
-      if (const kf::FileMeta* meta = self.ref->Meta(path)) d[Str(path)] = MetaDict(*meta);
+  c.def("_meta", [](const PyFileMap& self, py::handle p) -> py::object {
+    const kf::FileMeta* meta = self.ref->Meta(Key(p));
+    return meta != nullptr ? py::object(MetaDict(*meta)) : py::object(py::none());
+  }, py::arg("path"), "The meta {'mode'?: int, 'mtime'?: float} of a file, or None when none is recorded.");
+  c.def("_set_meta", [](const PyFileMap& self, py::handle p, py::handle meta) {
+    const std::string key = Key(p);
+    if (!self.ref->Contains(key)) throw py::key_error(key);
+    self.ref->SetMeta(key, MetaFromPy(meta));
+  }, py::arg("path"), py::arg("meta"),
+        "Replaces the meta of an existing file with {'mode'?: int, 'mtime'?: float} ({} or None: no meta). "
+        "KeyError for a missing file; TypeError / ValueError for other keys or types.");
+  c.def("_store", [](const PyFileMap& self, py::handle p, py::handle data) {
+    const std::string key = Key(p);
+    std::string bytes = Bytes(data, "file content", false);
+    const kf::FileMeta* meta = self.ref->Meta(key);
+    self.ref->Set(key, std::move(bytes), meta != nullptr ? *meta : kf::FileMeta{});
+  }, py::arg("path"), py::arg("data"),
+        "Stores bytes and leaves the meta as it is (none for a new file), as assigning the reference's "
+        "file_map[path] does.");
+  c.def("_merge", [](py::object self, const PyFileMap& other) {
+    kf::MemoryFileMap& dst = *self.cast<const PyFileMap&>().ref;
+    const MemoryFileMap src = *other.ref;  // a copy: `other` may be a view of `self`
+    for (const std::string& path : src.ListFiles()) {
+      const kf::FileMeta* meta = src.Meta(path);
+      dst.Set(path, *src.Find(path), meta != nullptr ? *meta : kf::FileMeta{});
     }
-    return d;
-  }, "{path: {'mode': int, 'mtime': float}} (a copy; keys present only when recorded).");
+    return self;
+  }, py::arg("other"),
+        "Adds every file of `other` with its meta (an existing path is overwritten and keeps its place, as the "
+        "reference's loaders fill their map) and returns this map.");
   c.def("_check_valid_file", [](const PyFileMap&, py::handle p) { return !kf::IsIgnoredPath(Key(p)); },
         py::arg("path"), "False when loaders drop this path (__pycache__, .git, *.pyc, ...; B4 fixed).");
 
@@ -149,29 +196,34 @@ void RegisterFileMap(py::module_& m) {
     }
     return py::bytes(out);
   }, py::arg("mode") = "w:gz", "The files as a tar archive (mode w, w:gz, w:bz2, w:xz), as bytes.");
-  c.def("to_disk", [](const PyFileMap& self, py::handle out_dir) {
-    const std::string dir = FsPath(out_dir, "out_dir");
+  c.def("to_zip", [](const PyFileMap& self) {
+    const MemoryFileMap& files = *self.ref;
+    std::string out;
+    {
+      py::gil_scoped_release release;
+      out = files.ToArchive(kf::ArchiveFormat::kZip);
+    }
+    return py::bytes(out);
+  }, "The files as a zip archive (bytes): mode in the external attributes (from_zip reads it back), mtime as the "
+     "archive's local date and time (2-second steps).");
+  c.def("to_disk", [](const PyFileMap& self, py::handle output_dir) {
+    const std::string dir = FsPath(output_dir, "output_dir");
     const MemoryFileMap& files = *self.ref;
     py::gil_scoped_release release;
     files.ToDisk(dir);
-  }, py::arg("out_dir"),
-        "Writes every file under out_dir (created), restoring mode and mtime; paths are checked first. Raises "
+  }, py::arg("output_dir"),
+        "Writes every file under output_dir (created), restoring mode and mtime; paths are checked first. Raises "
         "UnsafeInputError / LimitExceededError / IoError.");
 
-  c.def_static("from_tarball", [](const py::object& tarball_bytes, const py::object& tarball_path) {
-    return FromArchiveArgs(tarball_bytes, tarball_path, "tarball_bytes", "tarball_path");
-  }, py::arg("tarball_bytes") = py::none(), py::arg("tarball_path") = py::none(),
-               "Loads a tar archive (any compression) from bytes or a path; exactly one must be given.");
-  c.def_static("from_zip", [](const py::object& zip_bytes, const py::object& zip_path) {
-    return FromArchiveArgs(zip_bytes, zip_path, "zip_bytes", "zip_path");
-  }, py::arg("zip_bytes") = py::none(), py::arg("zip_path") = py::none(),
-               "Loads a zip archive from bytes or a path; exactly one must be given.");
-  c.def_static("from_archive", [](const py::object& archive_bytes, const py::object& archive_path) {
-    return FromArchiveArgs(archive_bytes, archive_path, "archive_bytes", "archive_path");
-  }, py::arg("archive_bytes") = py::none(), py::arg("archive_path") = py::none(),
-               "Loads a zip or tar archive (format sniffed from the content) from bytes or a path.");
-  c.def_static("from_disk", [](py::handle dir, const py::object& include_extensions) {
-    const std::string d = FsPath(dir, "dir");
+  // The loaders, each returning a new map; memory_file_map.py exposes them as from_* (class or instance).
+  c.def_static("_load_archive", [](const py::object& data, const py::object& path, const std::string& data_name,
+                                   const std::string& path_name) {
+    return FromArchiveArgs(data, path, data_name.c_str(), path_name.c_str());
+  }, py::arg("data"), py::arg("path"), py::arg("data_name"), py::arg("path_name"),
+               "A zip or tar archive (any compression, format sniffed from the content) from bytes `data` or file "
+               "`path`; exactly one must be given (InvalidArgumentError, an AssertionError, otherwise).");
+  c.def_static("_load_disk", [](py::handle dir, const py::object& include_extensions) {
+    const std::string d = FsPath(dir, "input_dir");
     MemoryFileMap files;
     {
       py::gil_scoped_release release;
@@ -179,10 +231,10 @@ void RegisterFileMap(py::module_& m) {
     }
     FilterExtensions(files, include_extensions);
     return Own(std::move(files));
-  }, py::arg("dir"), py::arg("include_extensions") = py::none(),
-               "Loads a directory tree (ignored paths skipped; symlinks and special files refused). "
-               "include_extensions: keep only these lower-case suffixes, e.g. ['.py', '.cpp'].");
-  c.def_static("from_path", [](py::handle path, const py::object& include_extensions) {
+  }, py::arg("input_dir"), py::arg("include_extensions") = py::none(),
+               "A directory tree (ignored paths skipped; symlinks and special files refused). include_extensions: "
+               "keep only these lower-case suffixes, e.g. ['.py', '.cpp'].");
+  c.def_static("_load_path", [](py::handle path, const py::object& include_extensions) {
     const std::string p = FsPath(path, "path");
     MemoryFileMap files;
     {
@@ -192,8 +244,8 @@ void RegisterFileMap(py::module_& m) {
     FilterExtensions(files, include_extensions);
     return Own(std::move(files));
   }, py::arg("path"), py::arg("include_extensions") = py::none(),
-               "A directory (from_disk) or an archive file (format sniffed). Raises NotFoundError "
-               "(a FileNotFoundError) for a missing path.");
+               "A directory (as _load_disk) or an archive file (format sniffed). Raises NotFoundError (a "
+               "FileNotFoundError) for a missing path.");
 }
 
 }  // namespace kfpy

@@ -145,6 +145,7 @@ void RegisterResults(py::module_& m);
 void RegisterTask(py::module_& m);
 void RegisterEvaluate(py::module_& m);
 void RegisterStore(py::module_& m);
+void RegisterHelpers(py::module_& m);
 
 /// A repr in dataclass style: "Name(field=repr(value), ...)".
 std::string DataclassRepr(const char* name, std::initializer_list<std::pair<const char*, py::object>> fields);

@@ -249,9 +249,21 @@ void RegisterTask(py::module_& m) {
                "From an encode() dict (task_data, has_build_step, correctness_tests, profile_tests, config and "
                "blocks required; has_reference_build_step defaults to False). Raises ParseError (a ValueError) "
                "naming the key, UnsafeInputError for a path outside the task.");
-  c.def("to_database_task", [](const PyTask& s) { return DatabaseTask{s->ToDatabaseTask()}; },
-        "The `tasks` row of this task (DatabaseTask; id = hash_id()). Raises NotFoundError (a KeyError) when "
-        "config lacks task_name or task_origin.");
+  c.def("to_database_task", [](const PyTask& s) -> py::object {
+    const Json row = s->ToDatabaseTask();
+    py::object model;
+    try {  // the reference's SQLAlchemy model, when SQLAlchemy is installed
+      model = py::module_::import("kernelfoundry.eval_pipeline.database.tables").attr("Task");
+    } catch (const py::error_already_set& e) {
+      if (!e.matches(PyExc_ImportError)) throw;
+      return py::cast(DatabaseTask{row});
+    }
+    py::dict kwargs = ToPy(row);
+    return model(**kwargs);
+  },
+        "The `tasks` row of this task (id = hash_id()): the reference's SQLAlchemy model database.tables.Task (ready "
+        "for database.add_ignore_errors) when SQLAlchemy is installed, else a DatabaseTask with the same attributes. "
+        "Raises NotFoundError (a KeyError) when config lacks task_name or task_origin.");
   c.def("hash_id", [](const PyTask& s) { return s->HashId(); },
         "The reference's generate_hash_id: SHA-256 over the base64 contents in sorted path order, config.yaml/.yml "
         "excluded (64 lower-case hex characters).");

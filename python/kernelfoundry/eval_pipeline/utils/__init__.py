@@ -1,1 +1,1 @@
-"""Utilities of the evaluation pipeline (``memory_file_map``)."""
+"""Utilities of the evaluation pipeline (``memory_file_map``, ``custom_task_helper``)."""

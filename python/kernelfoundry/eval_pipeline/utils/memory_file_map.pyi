@@ -1,7 +1,8 @@
 """Type stubs of kernelfoundry.eval_pipeline.utils.memory_file_map (kf::MemoryFileMap, reference spec §2)."""
 
+from io import BytesIO
 from os import PathLike
-from typing import IO, Iterator, Optional, Sequence, Union
+from typing import IO, Iterator, MutableMapping, Optional, Sequence, Union
 
 _Path = Union[str, PathLike]
 
@@ -22,9 +23,16 @@ class MemoryFileMap:
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[str]: ...
     @property
-    def meta_map(self) -> dict[str, dict[str, Union[int, float]]]:
-        """{path: {'mode': int, 'mtime': float}} (a copy)."""
-    def open(self, path: object, mode: str = "r") -> IO:
+    def meta_map(self) -> MutableMapping[str, MutableMapping[str, Union[int, float]]]:
+        """{path: {'mode': int, 'mtime': float}} for the files with recorded meta — a live view:
+        m.meta_map[p]['mode'] = 0o755 changes the file's mode; assigning m.meta_map[p] replaces its meta (KeyError
+        for a path that is not a file of the map)."""
+    @property
+    def file_map(self) -> MutableMapping[str, BytesIO]:
+        """{path: byte stream} — a live view (the reference's defaultdict(BytesIO)): the stream holds the
+        file's bytes and writes to it are stored; assigning a stream or bytes stores them and keeps the meta;
+        reading a missing path creates an empty file."""
+    def open(self, file_path: object, mode: str = "r") -> IO:
         """'r'/'rb': a stream over a copy (FileNotFoundError when absent); 'w'/'wb': the file is replaced by an
         empty one now, written data land on flush/close. Other modes: ValueError."""
     def list_files(self) -> list[str]: ...
@@ -40,22 +48,23 @@ class MemoryFileMap:
     def to_tarball(self, mode: str = "w:gz") -> bytes:
         """A tar archive (mode 'w', 'w:gz', 'w:bz2', 'w:xz'): names = paths, mode = meta mode or 0o644, mtime
         = whole seconds of meta mtime or now."""
-    def to_disk(self, out_dir: _Path) -> None:
-        """Writes every file under out_dir restoring mode and mtime (all paths checked first; files written to
+    def to_zip(self) -> bytes:
+        """A zip archive: mode in the external attributes, mtime as local date/time (2-second steps)."""
+    def to_disk(self, output_dir: _Path) -> None:
+        """Writes every file under output_dir restoring mode and mtime (all paths checked first; files written to
         a temp name and renamed). UnsafeInputError / LimitExceededError / IoError."""
-    @staticmethod
-    def from_tarball(tarball_bytes: Optional[bytes] = None, tarball_path: Optional[_Path] = None) -> MemoryFileMap: ...
-    @staticmethod
-    def from_zip(zip_bytes: Optional[bytes] = None, zip_path: Optional[_Path] = None) -> MemoryFileMap:
+    # The loaders: called on a map (m.from_disk(src), as the reference does) they add the files to it and
+    # return it; called on the class (MemoryFileMap.from_disk(src)) they return a new map.
+    def from_tarball(self, tarball_bytes: Optional[bytes] = None, tarball_path: Optional[_Path] = None) -> MemoryFileMap:
+        """A tar archive (any compression) from bytes or a path; exactly one must be given (InvalidArgumentError,
+        an AssertionError, otherwise)."""
+    def from_zip(self, zip_bytes: Optional[bytes] = None, zip_path: Optional[_Path] = None) -> MemoryFileMap:
         """Zip meta: mode = (external_attr >> 16) & 0o777 when non-zero; mtime from the archive."""
-    @staticmethod
-    def from_archive(archive_bytes: Optional[bytes] = None, archive_path: Optional[_Path] = None) -> MemoryFileMap:
+    def from_archive(self, archive_bytes: Optional[bytes] = None, archive_path: Optional[_Path] = None) -> MemoryFileMap:
         """Zip or tar, format sniffed from the content. Exactly one argument (InvalidArgumentError, an
         AssertionError, otherwise); ParseError for anything that is not an archive."""
-    @staticmethod
-    def from_disk(dir: _Path, include_extensions: Optional[Sequence[str]] = None) -> MemoryFileMap:
+    def from_disk(self, input_dir: _Path, include_extensions: Optional[Sequence[str]] = None) -> MemoryFileMap:
         """A directory tree (meta = stat mode & 0o777, stat mtime). include_extensions: keep only files whose
         lower-case suffix is listed, e.g. ['.py', '.cpp']."""
-    @staticmethod
-    def from_path(path: _Path, include_extensions: Optional[Sequence[str]] = None) -> MemoryFileMap:
+    def from_path(self, path: _Path, include_extensions: Optional[Sequence[str]] = None) -> MemoryFileMap:
         """A directory (from_disk) or an archive file. NotFoundError (FileNotFoundError) when missing."""
