@@ -60,7 +60,7 @@ class ProfilingFake final : public Harness {
   }
 };
 
-Task MakeTask(const std::string& extra_config) {
+Task MakeProfileTask(const std::string& extra_config) {
   return testing::MakeFakeTask("task_name: fake\njob_name: fake_job\nhas_reference_build_step: false\n" +
                                extra_config);
 }
@@ -90,7 +90,7 @@ class ProfileStage : public ::testing::Test {
 
 TEST_F(ProfileStage, PerfPassHoldsTheTimingSlotAndTheVerdictIsUnchanged) {
   if (auto why = ProfilerUnavailableReason("perf")) GTEST_SKIP() << *why;
-  const Task task = MakeTask("gpu_arch: cpu\nlanguage: cpp\n");
+  const Task task = MakeProfileTask("gpu_arch: cpu\nlanguage: cpp\n");
   Evaluation off = Run(task, false);
   Evaluation on = Run(task, true);
   EXPECT_EQ(on.result.status, off.result.status);
@@ -123,12 +123,12 @@ TEST_F(ProfileStage, PerfPassHoldsTheTimingSlotAndTheVerdictIsUnchanged) {
 
 TEST_F(ProfileStage, ConfigDecidesWhichSidesArePassedByDefault) {
   if (auto why = ProfilerUnavailableReason("perf")) GTEST_SKIP() << *why;
-  Evaluation ev = Run(MakeTask("gpu_arch: cpu\n"), std::nullopt);  // base.yaml: candidate yes, reference no
+  Evaluation ev = Run(MakeProfileTask("gpu_arch: cpu\n"), std::nullopt);  // base.yaml: candidate yes, reference no
   EXPECT_EQ(harness_.profiled, (std::vector<std::string>{"custom"}));
   EXPECT_NE(Trace(ev.task.test_result, "perf.000"), nullptr);
   EXPECT_TRUE(ev.task.test_result_reference->trace_results.empty());
   harness_.profiled.clear();
-  Run(MakeTask("gpu_arch: cpu\neval_config:\n  profile_custom_model: false\n  profile_original_model: true\n"),
+  Run(MakeProfileTask("gpu_arch: cpu\neval_config:\n  profile_custom_model: false\n  profile_original_model: true\n"),
       std::nullopt);
   EXPECT_EQ(harness_.profiled, (std::vector<std::string>{"reference"}));
 }
@@ -142,7 +142,7 @@ TEST_F(ProfileStage, FailedCorrectnessIsNotProfiled) {
     }
     return r;
   };
-  Evaluation ev = Run(MakeTask("gpu_arch: cpu\n"), true);
+  Evaluation ev = Run(MakeProfileTask("gpu_arch: cpu\n"), true);
   EXPECT_EQ(ev.result.status, EvalStatus::kValueMismatch);
   EXPECT_TRUE(ev.task.test_result->trace_results.empty());
   EXPECT_EQ(harness_.profiled, (std::vector<std::string>{"reference"}));
@@ -166,8 +166,8 @@ TEST_F(ProfileStage, UnusableProfilersAreEntriesNeverCrashes) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.config);
-    Evaluation off = Run(MakeTask(c.config), false);
-    Evaluation ev = Run(MakeTask(c.config), std::nullopt);
+    Evaluation off = Run(MakeProfileTask(c.config), false);
+    Evaluation ev = Run(MakeProfileTask(c.config), std::nullopt);
     EXPECT_EQ(ev.result.status, off.result.status);
     EXPECT_EQ(ev.result.perf_score, off.result.perf_score);
     const ProcessResult* t = Trace(ev.task.test_result, c.key);
@@ -180,7 +180,7 @@ TEST_F(ProfileStage, UnusableProfilersAreEntriesNeverCrashes) {
   }
   // A harness without a profiling command.
   harness_.can_profile = false;
-  Evaluation ev = Run(MakeTask("gpu_arch: cpu\n"), true);
+  Evaluation ev = Run(MakeProfileTask("gpu_arch: cpu\n"), true);
   if (!ProfilerUnavailableReason("perf")) {
     const ProcessResult* t = Trace(ev.task.test_result, "perf.000");
     ASSERT_NE(t, nullptr);
@@ -195,7 +195,7 @@ TEST_F(ProfileStage, SkippedTestsOfACudaTaskSayWhyNcuDidNotRun) {
     r.verdict = {EvalStatus::kSkipped, "every test was skipped (no CUDA device: driver too old)"};
     return r;
   };
-  Evaluation ev = Run(MakeTask("gpu_arch: \"90\"\nlanguage: cuda\n"), std::nullopt);
+  Evaluation ev = Run(MakeProfileTask("gpu_arch: \"90\"\nlanguage: cuda\n"), std::nullopt);
   EXPECT_EQ(ev.result.status, EvalStatus::kSkipped);
   const ProcessResult* t = Trace(ev.task.test_result, "ncu.000");
   ASSERT_NE(t, nullptr);
