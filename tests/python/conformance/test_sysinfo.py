@@ -127,3 +127,27 @@ def test_probes_on_this_machine_never_raise():
     info = sysinfo.get_worker_info()
     assert info is sysinfo.get_worker_info() and {"device_id", "gpu_name", "torch_version", "hostname",
                                                   "nvidia_compute_capabilities"} <= set(info)
+
+
+class TestReferencePaths:
+    """The reference ships sysinfo and the benchdnn helpers under ``kernelfoundry.eval_pipeline.utils`` too
+    (``eval_pipeline/utils/sysinfo.py``, ``benchdnn_helper.py``); code importing either path gets our module."""
+
+    def test_eval_pipeline_sysinfo_is_the_same_module(self, monkeypatch):
+        from kernelfoundry.eval_pipeline.utils import sysinfo as ep_sysinfo
+        assert ep_sysinfo is sysinfo
+        monkeypatch.setattr(subprocess, "run", fake_run("8.9\n9.0\n8.9\n"))
+        assert sorted(ep_sysinfo.get_nvidia_compute_capabilities()) == ["8.9", "9.0"]
+
+    def test_benchdnn_helper_parses_as_the_reference_documents(self):
+        from kernelfoundry.eval_pipeline.utils import benchdnn_helper
+        import kernelfoundry.benchdnn
+        assert benchdnn_helper is kernelfoundry.benchdnn
+        assert benchdnn_helper.parse_benchdnn_correctness_check("0:PASSED (1 ms) __REPRO: --matmul 2x2:2x2") is True
+        assert benchdnn_helper.parse_benchdnn_correctness_check("3:FAILED __REPRO: --matmul 2x2:2x2") is False
+        with pytest.raises(ValueError):
+            benchdnn_helper.parse_benchdnn_correctness_check("no repro line")
+        stats = benchdnn_helper.parse_benchdnn_perf_stats("perf,engine,avg_time\nperf,cpu,0.125\n")
+        assert stats == {"avg_time": 0.125}
+        with pytest.raises(ValueError):
+            benchdnn_helper.parse_benchdnn_perf_stats("perf,engine,avg_time\nperf,cpu,fast\n")
