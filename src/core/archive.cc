@@ -316,6 +316,11 @@ MemoryFileMap ReadArchiveFile(const std::filesystem::path& path, const FileMapLi
 }  // namespace detail
 
 std::string MemoryFileMap::ToArchive(ArchiveFormat format) const {
+  // `out` is declared before the writer: when an entry throws (unsafe path), the writer's deleter flushes into
+  // `out`, which must still be alive (it was destroyed first: heap corruption on a refused path).
+  std::string out;  // reserved once: tar = 512-byte header + data padded to 512 per file, plus the trailer
+  const uint64_t tar_bytes = TotalBytes() + 1024 * (order_.size() + 1) + 10240;
+  out.reserve(static_cast<size_t>(format == ArchiveFormat::kTar ? tar_bytes : tar_bytes / 3 + 65536));
   WriteHandle a(archive_write_new());
   if (!a) throw Error(ErrorKind::kInternal, "archive_write_new failed");
   if (format == ArchiveFormat::kZip) {
@@ -332,9 +337,6 @@ std::string MemoryFileMap::ToArchive(ArchiveFormat format) const {
   if (format != ArchiveFormat::kTar) {  // no zero padding after a compressed stream or a zip directory
     CheckWrite(a.get(), archive_write_set_bytes_in_last_block(a.get(), 1), "block size");
   }
-  std::string out;  // reserved once: tar = 512-byte header + data padded to 512 per file, plus the trailer
-  const uint64_t tar_bytes = TotalBytes() + 1024 * (order_.size() + 1) + 10240;
-  out.reserve(static_cast<size_t>(format == ArchiveFormat::kTar ? tar_bytes : tar_bytes / 3 + 65536));
   CheckWrite(a.get(), archive_write_open(a.get(), &out, nullptr, AppendToString, nullptr), "open");
   const double now = UnixTimeNow();
   std::unique_ptr<archive_entry, void (*)(archive_entry*)> entry(archive_entry_new(), archive_entry_free);

@@ -46,6 +46,11 @@ bool IsIgnoredPath(std::string_view path) {
 }
 
 std::string NormalizeMemberPath(std::string_view name, const std::string& source) {
+  if (name.find('\0') != std::string_view::npos) {  // the OS would cut the path there: "a\0evil" writes "a"
+    std::string shown(name);
+    std::replace(shown.begin(), shown.end(), '\0', '?');
+    throw Error(ErrorKind::kUnsafe, "member path '" + shown + "' contains a NUL byte", source, shown);
+  }
   if (!name.empty() && name.front() == '/') {
     throw Error(ErrorKind::kUnsafe, "absolute member path '" + std::string(name) + "' is not allowed", source,
                 std::string(name));

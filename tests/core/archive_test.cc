@@ -210,6 +210,21 @@ TEST(Archive, GoldenZipLoadsLikeTheReference) {
 
 // ---- round trips ----
 
+// Regression: a refused member path made ToArchive flush into its already-destroyed output string (heap
+// corruption, "malloc(): unsorted double linked list corrupted" from Python's to_tarball). ASan checks this.
+TEST(Archive, ToArchiveRefusesUnsafePathsInEveryFormatWithoutCorruption) {
+  for (const std::string& bad : {std::string("../evil.py"), std::string("a\0evil", 6), std::string("/abs")}) {
+    MemoryFileMap m;
+    m.Set("a.py", std::string(70000, 'x'));  // big enough that the writer holds buffered data when it throws
+    m.Set(bad, "bad");
+    for (ArchiveFormat f : {ArchiveFormat::kTar, ArchiveFormat::kTarGz, ArchiveFormat::kTarBz2,
+                            ArchiveFormat::kTarXz, ArchiveFormat::kZip}) {
+      ExpectError(ErrorKind::kUnsafe, [&] { m.ToArchive(f); });
+    }
+    EXPECT_EQ(m.Get("a.py")->size(), 70000u);  // the map itself is untouched
+  }
+}
+
 TEST(Archive, ToArchiveRoundTripsModeAndMtimeInEveryFormat) {
   const Json probe = Golden("probes")["memory_file_map"];
   const MemoryFileMap m = TarballProbeMap();

@@ -223,6 +223,9 @@ TEST(MemoryFileMap, NormalizeMemberPath) {
     EXPECT_EQ(e.file(), "pkg.tar");
     EXPECT_EQ(e.field(), bad);
   }
+  // A NUL byte would cut the path in the OS call: "a\0evil" silently overwrote "a" (found by a stranger test).
+  const Error nul = ExpectError(ErrorKind::kUnsafe, [] { NormalizeMemberPath(std::string("a\0evil", 6), "m"); });
+  EXPECT_EQ(nul.field(), "a?evil");
 }
 
 }  // namespace

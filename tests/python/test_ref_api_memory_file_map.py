@@ -302,3 +302,16 @@ def test_unsafe_archive_members_are_refused():
     m = MemoryFileMap()
     with pytest.raises(errors.UnsafeInputError):
         m.from_tarball(tarball_bytes=evil.getvalue())
+
+
+def test_nul_byte_in_a_path_is_refused_and_nothing_is_overwritten(tmp_path):
+    """Regression: ``m["a\\0evil"]`` was written to ``a`` by to_disk (the OS cuts the path at the NUL),
+    silently replacing the entry ``a``."""
+    m = MemoryFileMap()
+    m["a"] = b"good"
+    m["a\0evil"] = b"bad"
+    with pytest.raises(errors.UnsafeInputError, match="NUL"):
+        m.to_disk(str(tmp_path / "out"))
+    assert not (tmp_path / "out" / "a").exists() or (tmp_path / "out" / "a").read_bytes() == b"good"
+    with pytest.raises(errors.UnsafeInputError, match="NUL"):
+        m.to_tarball()
