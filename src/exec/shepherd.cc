@@ -21,6 +21,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "exec/seccomp.hpp"
 #include "exec/shepherd.hpp"
 #include "kernelfoundry/process.hpp"
 
@@ -150,9 +151,19 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
     ChildFail(SpawnStage::kStdio, errno);
   }
   if (plan.cwd != nullptr && chdir(plan.cwd) != 0) ChildFail(SpawnStage::kChdir, errno);
-  // Last, after the cgroup writes (which it would forbid): from here on the tree writes only what the plan
-  // allows.
-  if (int err = ApplyLandlock(plan.landlock); err != 0) ChildFail(SpawnStage::kIsolation, err);
+  // Last, after the cgroup writes (which they would forbid): the sandbox. The Landlock rules are made while
+  // every path can still be opened; then the identity and capabilities go (issue 25), which clears the
+  // parent-death signal (set again, and the shepherd checked again); then the tree reads and writes only what
+  // the plan allows, and the system-call filter comes last (nothing but execve follows).
+  int ruleset = -1;
+  if (int err = PrepareLandlock(plan.landlock, &ruleset); err != 0) ChildFail(SpawnStage::kIsolation, err);
+  if (plan.privileges.active) {
+    if (int err = DropPrivileges(plan.privileges); err != 0) ChildFail(SpawnStage::kPrivileges, err);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != shepherd) _exit(127);
+  }
+  if (int err = RestrictLandlock(ruleset); err != 0) ChildFail(SpawnStage::kIsolation, err);
+  if (int err = InstallSeccomp(plan.seccomp, plan.seccomp_len); err != 0) ChildFail(SpawnStage::kSeccomp, err);
   if (plan.result_fd >= 0) {  // keep the result pipe at kResFd (dup2 left it inheritable)
     close(kOutFd);
     close(kErrFd);
@@ -232,6 +243,8 @@ const char* SpawnStageName(SpawnStage stage) {
     case SpawnStage::kExec: return "exec";
     case SpawnStage::kSession: return "setsid";
     case SpawnStage::kIsolation: return "applying filesystem isolation (Landlock)";
+    case SpawnStage::kPrivileges: return "dropping privileges (sandbox user, capabilities)";
+    case SpawnStage::kSeccomp: return "installing the system-call filter (seccomp)";
   }
   return "spawn";
 }

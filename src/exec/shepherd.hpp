@@ -11,16 +11,21 @@
 // When the main child exits, leftovers of its tree get SIGTERM and kill_grace later SIGKILL.
 #pragma once
 
+#include <linux/filter.h>
+
 #include <cstdint>
 
 #include "exec/landlock.hpp"
+#include "exec/privileges.hpp"
 
 namespace kf::exec_internal {
 
 enum class MsgType : int32_t { kStarted = 1, kNetwork = 2, kSpawnError = 3, kChildExit = 4, kDone = 5 };
 
 /// Where a spawn failed.
-enum class SpawnStage : int32_t { kFork = 1, kCgroup, kRlimit, kStdio, kChdir, kExec, kSession, kIsolation };
+enum class SpawnStage : int32_t {
+  kFork = 1, kCgroup, kRlimit, kStdio, kChdir, kExec, kSession, kIsolation, kPrivileges, kSeccomp
+};
 const char* SpawnStageName(SpawnStage stage);
 
 struct ShepherdMsg {
@@ -58,6 +63,9 @@ struct ShepherdPlan {
   int n_rlimits = 0;
   bool no_network = false;
   LandlockPlan landlock;                      ///< filesystem isolation applied by the child (abi 0 = none)
+  PrivilegePlan privileges;                   ///< the sandbox's identity and capability drop (inactive = none)
+  const sock_filter* seccomp = nullptr;       ///< the sandbox's system-call filter, or nullptr
+  uint16_t seccomp_len = 0;
   int kill_grace_ms = 2000;
 };
 

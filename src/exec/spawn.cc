@@ -21,7 +21,9 @@
 #include "exec/internal.hpp"
 #include "exec/landlock.hpp"
 #include "exec/live_runs.hpp"
+#include "exec/privileges.hpp"
 #include "exec/run_state.hpp"
+#include "exec/seccomp.hpp"
 #include "exec/shepherd.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/process.hpp"
@@ -71,6 +73,8 @@ class Runner {
 
  private:
   bool Prepare();
+  bool PrepareIsolation();
+  bool PrepareSandbox();
   void Spawn();
   void Loop();
   void OnLine(bool is_stderr, std::string_view raw);
@@ -92,8 +96,10 @@ class Runner {
   std::vector<std::string> args_, env_, join_files_;
   std::string path_, cwd_, kill_file_, procs_file_, v2_join_file_, v2_dir_;
   std::vector<RlimitSetting> rlimits_;
-  std::vector<std::string> writable_;
+  std::vector<std::string> writable_, readable_;
   LandlockPlan landlock_;
+  PrivilegePlan privileges_;
+  std::vector<sock_filter> seccomp_;
 };
 
 void Runner::Run() {
@@ -181,20 +187,73 @@ bool Runner::Prepare() {
     run_->limits["open_files"] = "RLIMIT_NOFILE";
   }
   if (rlimits_.size() > 8 || join_files_.size() > 4) throw Error(ErrorKind::kInternal, "too many limits");
-  if (o_.filesystem_isolation) {
-    const int abi = LandlockAbi();
-    run_->isolation = LandlockDescription(abi);
-    if (abi < 1 && o_.filesystem_isolation->required) {
-      st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": filesystem isolation is required but " +
-                        run_->isolation;
+  return PrepareIsolation() && PrepareSandbox();
+}
+
+bool Runner::PrepareIsolation() {
+  if (!o_.filesystem_isolation) return true;
+  const int abi = LandlockAbi();
+  run_->isolation = LandlockDescription(abi);
+  if (abi < 1 && o_.filesystem_isolation->required) {
+    st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": filesystem isolation is required but " +
+                      run_->isolation;
+    return false;
+  }
+  if (o_.filesystem_isolation->writable_paths.size() > 20) {
+    throw Error(ErrorKind::kInvalidArgument, "too many writable paths for filesystem isolation (at most 20)", "",
+                "filesystem_isolation.writable_paths");
+  }
+  for (const auto& p : o_.filesystem_isolation->writable_paths) writable_.push_back(p.string());
+  const auto& readable = o_.filesystem_isolation->readable_paths;
+  if (readable) {
+    if (readable->size() > 40) {
+      throw Error(ErrorKind::kInvalidArgument, "too many readable paths for filesystem isolation (at most 40)", "",
+                  "filesystem_isolation.readable_paths");
+    }
+    for (const auto& p : *readable) readable_.push_back(p.string());
+  }
+  if (!MakeLandlockPlan(abi, writable_, readable ? &readable_ : nullptr, &landlock_)) {
+    throw Error(ErrorKind::kInvalidArgument, "too many writable paths for filesystem isolation", "",
+                "filesystem_isolation.writable_paths");
+  }
+  return true;
+}
+
+bool Runner::PrepareSandbox() {
+  if (!o_.sandbox) return true;
+  const ProcessSandbox& sb = *o_.sandbox;
+  privileges_.active = true;
+  std::string name = "ours";
+  if (sb.user) {
+    if (sb.user->groups.size() > static_cast<size_t>(PrivilegePlan::kMaxGroups)) {
+      throw Error(ErrorKind::kInvalidArgument, "too many supplementary groups for the sandbox user (at most 32)", "",
+                  "sandbox.user.groups");
+    }
+    if (sb.user->uid == 0) {
+      throw Error(ErrorKind::kInvalidArgument, "the sandbox user must not be root (uid 0)", "", "sandbox.user");
+    }
+    privileges_.switch_ids = true;
+    privileges_.uid = sb.user->uid;
+    privileges_.gid = sb.user->gid;
+    for (uint32_t g : sb.user->groups) privileges_.groups[privileges_.n_groups++] = g;
+    name = sb.user->name.empty() ? "sandbox user" : sb.user->name;
+  } else if (geteuid() == 0) {
+    st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": the sandbox needs a user to switch to when "
+                      "running as root";
+    return false;
+  }
+  run_->sandbox = PrivilegeDescription(privileges_, name);
+  if (!SeccompAvailable()) {
+    run_->sandbox += ", seccomp " + SeccompDescription();
+    if (sb.required) {
+      st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": the sandbox is required but seccomp is " +
+                        SeccompDescription();
       return false;
     }
-    for (const auto& p : o_.filesystem_isolation->writable_paths) writable_.push_back(p.string());
-    if (!MakeLandlockPlan(abi, writable_, &landlock_)) {
-      throw Error(ErrorKind::kInvalidArgument, "too many writable paths for filesystem isolation", "",
-                  "filesystem_isolation.writable_paths");
-    }
+    return true;
   }
+  seccomp_ = BuildSeccompFilter(sb.allow_perf_events);
+  run_->sandbox += ", " + SeccompDescription() + (sb.allow_perf_events ? " (perf events allowed)" : "");
   return true;
 }
 
@@ -242,6 +301,9 @@ void Runner::Spawn() {
   for (const auto& r : rlimits_) plan.rlimits[plan.n_rlimits++] = r;
   plan.no_network = o_.no_network;
   plan.landlock = landlock_;
+  plan.privileges = privileges_;
+  plan.seccomp = seccomp_.empty() ? nullptr : seccomp_.data();
+  plan.seccomp_len = static_cast<uint16_t>(seccomp_.size());
   plan.kill_grace_ms = static_cast<int>(std::max<int64_t>(0, o_.kill_grace.count()));
 
   start_ = Clock::now();
@@ -475,6 +537,15 @@ void Runner::Finish() {
 }  // namespace exec_internal
 
 std::string FilesystemIsolationSupport() { return exec_internal::LandlockDescription(exec_internal::LandlockAbi()); }
+
+std::string SeccompSupport() { return exec_internal::SeccompDescription(); }
+
+std::vector<std::string> SandboxSystemPaths() {
+  const exec_internal::SystemPaths& system = exec_internal::SystemReadablePaths();
+  std::vector<std::string> out = system.read;
+  out.insert(out.end(), system.devices.begin(), system.devices.end());
+  return out;
+}
 
 ProcessRun RunProcess(const ProcessOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {
