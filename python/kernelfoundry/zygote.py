@@ -7,7 +7,8 @@ Roles (kf's side: src/harness/warm_start.cc):
 * **zygote** (``python -u -m kernelfoundry.zygote --socket PATH``), started by kf with the environment of the
   test runs it will serve. It imports the heavy modules (never task or candidate code), listens on a Unix
   socket and prints ``ready <pid>``. Its standard input is a control socket only kf holds: each line is a
-  registration ``{"token", "argv", "landlock", "writable", "required"}`` for one run about to start. EOF ends the zygote.
+  registration ``{"token", "argv", "sandbox"}`` for one run about to start (``sandbox``: kf::ChildSandboxPlan, the
+  process runner's own child-side plan). EOF ends the zygote.
 * **client** (``kernelfoundry/warm_client.py``), the command kf's process runner really starts, contained as
   every test run is (its own session and cgroup, scrubbed environment, Landlock, limits). It connects, sends the
   token with its standard descriptors (0, 1, 2 and the result descriptor 6), waits for the worker and exits
@@ -15,8 +16,9 @@ Roles (kf's side: src/harness/warm_start.cc):
 * **worker**, forked by the zygote for a registered token. Before running anything of the task it takes the
   client's containment on itself, from the client's process (peer credentials of the connection), never from
   the message: the client's cgroups (so the run's cgroup kills, limits and waits for it), resource limits,
-  working directory and environment; then kf's registered Landlock policy (the same rules as the process
-  runner's, src/exec/landlock.cc) and the client's descriptors. Then ``pytest.main(args)``, or for a build child
+  working directory and environment; then kf's registered sandbox plan (the process runner's Landlock rules, the
+  sandbox user — which must be the client's — no capabilities, no_new_privs, the seccomp filter; issue 25) and the
+  client's descriptors. Then ``pytest.main(args)``, or for a build child
   ``kernelfoundry.build_target`` run as ``__main__``. A test run's worker first forks its executors' fork server
   (kernelfoundry.fork_server): a copy of itself, contained and still free of task code.
 
@@ -35,6 +37,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import struct
 import sys
 
@@ -53,74 +56,139 @@ MODULES = ("pytest", "kernelfoundry.build_target")
 WARM = False
 
 
-# ---------------------------------------------------------------------------------------------------- Landlock
-# The process runner's policy (src/exec/landlock.cc, kf::exec_internal::MakeLandlockPlan): everything readable
-# and executable; /dev writable and ioctl-able on existing nodes; /dev/shm and the writable directories get
-# every right the ABI knows. Constants from the kernel's include/uapi/linux/landlock.h (x86_64 syscalls).
+# ----------------------------------------------------------------------------------------------------- sandbox
+# kf's child-side sandbox, applied from the plan kf registers (kf::ChildSandboxPlan, src/exec/sandbox_plan.cc): the
+# Landlock rules the process runner computes, the sandbox user, the seccomp program. The policy lives in kf (one
+# place); this only applies it, in the process runner's order (src/exec/shepherd.cc): the Landlock ruleset is made
+# while every path can still be opened, then privileges go, then restrict_self and the seccomp filter.
+# Syscall numbers are the generic ones shared by x86_64 and aarch64 (landlock) or per machine (capset, seccomp).
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
-_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-_REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
-_SCOPE_SIGNAL = 1 << 1
-_PR_SET_NO_NEW_PRIVS = 38
+_SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
+_SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+_PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
+_SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_SPEC_ALLOW = 1, 4
 
 
-def _landlock_all_rights(abi: int) -> int:
-    rights = (1 << 13) - 1  # ABI 1: EXECUTE ... MAKE_SYM
-    if abi >= 2:
-        rights |= _REFER
-    if abi >= 3:
-        rights |= _TRUNCATE
-    if abi >= 5:
-        rights |= _IOCTL_DEV
-    return rights
-
-
-def apply_landlock(writable: list[str], required: bool) -> str:
-    """Restricts this process (and what it starts) to the runner's Landlock policy with ``writable`` directories.
-    Returns "landlock (ABI n)" or "unavailable: <why>"; raises OSError when Landlock is available but could not
-    be applied, or when it is unavailable and ``required``."""
+def _libc():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    abi = libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    if abi < 1:
-        why = "unavailable: landlock_create_ruleset: " + os.strerror(ctypes.get_errno())
-        if required:
-            raise OSError(errno.EPERM, why)
-        return why
-    handled = _landlock_all_rights(abi)
-    scoped = _SCOPE_SIGNAL if abi >= 6 else 0
-    attr = struct.pack("=QQQ", handled, 0, scoped)
+    return libc
+
+
+def _landlock_prepare(plan: dict | None) -> int:
+    """Creates the ruleset of a Landlock plan and adds its rules (paths that do not exist are skipped, rules on
+    files keep only the file rights). Returns the ruleset descriptor, or -1 for no plan; raises OSError."""
+    if not plan:
+        return -1
+    libc = _libc()
+    abi = int(plan["abi"])
+    attr = struct.pack("=QQQ", int(plan["handled_fs"]), 0, int(plan["scoped"]))
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
     buf = ctypes.create_string_buffer(attr, 24)
     ruleset = libc.syscall(_SYS_CREATE_RULESET, buf, ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
-    file_rights = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE | _IOCTL_DEV
-    rules = [("/", _EXECUTE | _READ_FILE | _READ_DIR),
-             ("/dev", _EXECUTE | _READ_FILE | _READ_DIR | _WRITE_FILE | _TRUNCATE | _IOCTL_DEV),
-             ("/dev/shm", handled)] + [(w, handled) for w in writable]
     try:
-        for path, access in rules:
+        for path, access in plan["rules"]:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except (FileNotFoundError, NotADirectoryError):
                 continue
             try:
-                access &= handled
-                if not os.path.isdir(path):
-                    access &= file_rights
+                if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                    access &= int(plan["file_rights"])
                 rule = ctypes.create_string_buffer(struct.pack("=Qi", access, fd), 12)
                 if libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(1), rule, ctypes.c_uint32(0)) != 0:
                     raise OSError(ctypes.get_errno(), "landlock_add_rule " + path)
             finally:
                 os.close(fd)
+    except BaseException:
+        os.close(ruleset)
+        raise
+    return ruleset
+
+
+def _landlock_restrict(ruleset: int) -> None:
+    """Restricts this process (and what it starts) to a prepared ruleset and closes it (-1: nothing)."""
+    if ruleset < 0:
+        return
+    libc = _libc()
+    try:
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         if libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
     finally:
         os.close(ruleset)
-    return f"landlock (ABI {abi})"
+
+
+def _drop_privileges(user: dict | None, peer_uid: int) -> None:
+    """Becomes the plan's sandbox user (when given; the client must be that user) with no capabilities and
+    no_new_privs, as src/exec/privileges.cc does; raises OSError when a step fails or anything is left."""
+    import platform  # noqa: PLC0415
+
+    libc = _libc()
+    if user:
+        uid, gid = int(user["uid"]), int(user["gid"])
+        if uid == 0 or peer_uid != uid:
+            raise OSError(errno.EPERM, f"the client runs as uid {peer_uid}, the plan's sandbox user is uid {uid}")
+        for cap in range(64):
+            libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the last capability
+        os.setgroups([int(g) for g in user.get("groups", [])])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    number = _SYS_CAPSET.get(platform.machine())
+    if number is not None:
+        header = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0), 8)  # _LINUX_CAPABILITY_VERSION_3
+        data = ctypes.create_string_buffer(24)
+        if libc.syscall(number, header, data) != 0:
+            raise OSError(ctypes.get_errno(), "capset")
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    with open("/proc/self/status", encoding="ascii") as f:
+        status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+    if any(int(status.get(k, "0"), 16) for k in ("CapInh", "CapPrm", "CapEff")) or 0 in os.getresuid():
+        raise OSError(errno.EPERM, "privileges are left after dropping them")
+
+
+def _install_seccomp(program_b64: str | None) -> None:
+    """Installs the plan's seccomp program (base64 of struct sock_filter[]), as src/exec/seccomp.cc does."""
+    if not program_b64:
+        return
+    import base64  # noqa: PLC0415
+    import platform  # noqa: PLC0415
+
+    number = _SYS_SECCOMP.get(platform.machine())
+    if number is None:
+        raise OSError(errno.ENOSYS, "no seccomp system-call number for " + platform.machine())
+    code = base64.b64decode(program_b64)
+    libc = _libc()
+    buf = ctypes.create_string_buffer(code, len(code))
+    prog = struct.pack("=HxxxxxxQ", len(code) // 8, ctypes.addressof(buf))  # struct sock_fprog (64-bit)
+    pbuf = ctypes.create_string_buffer(prog, len(prog))
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    for flags in (_SECCOMP_FILTER_FLAG_SPEC_ALLOW, 0):
+        if libc.syscall(number, ctypes.c_uint(_SECCOMP_SET_MODE_FILTER), ctypes.c_uint(flags), pbuf) == 0:
+            return
+        if ctypes.get_errno() != errno.EINVAL:
+            break
+    raise OSError(ctypes.get_errno(), "seccomp(SECCOMP_SET_MODE_FILTER)")
+
+
+def apply_sandbox(plan: dict, peer_uid: int) -> None:
+    """Applies kf's sandbox plan to this process (see above); raises OSError when a step fails."""
+    ruleset = _landlock_prepare(plan.get("landlock"))
+    try:
+        if plan.get("drop_privileges"):
+            _drop_privileges(plan.get("user"), peer_uid)
+    except BaseException:
+        if ruleset >= 0:
+            os.close(ruleset)
+        raise
+    _landlock_restrict(ruleset)
+    _install_seccomp(plan.get("seccomp"))
 
 
 # ---------------------------------------------------------------------------------------- the client's containment
@@ -177,21 +245,41 @@ def _join_cgroups_of(peer: int) -> None:
         raise OSError(errno.EPERM, "the worker's cgroups differ from the client's after joining")
 
 
-_LIMITS = ("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_CORE", "RLIMIT_NOFILE", "RLIMIT_AS",
-           "RLIMIT_NPROC", "RLIMIT_MEMLOCK")
+#: The limits a worker takes from its client, by their names in /proc/PID/limits.
+_LIMITS = {"Max cpu time": "RLIMIT_CPU", "Max file size": "RLIMIT_FSIZE", "Max data size": "RLIMIT_DATA",
+           "Max stack size": "RLIMIT_STACK", "Max core file size": "RLIMIT_CORE", "Max open files": "RLIMIT_NOFILE",
+           "Max address space": "RLIMIT_AS", "Max processes": "RLIMIT_NPROC", "Max locked memory": "RLIMIT_MEMLOCK"}
 
 
-def _take_containment(peer: int, reg: dict) -> None:
+def _limits_of(peer: int) -> dict[str, tuple[int, int]]:
+    """{"RLIMIT_…": (soft, hard)} of `peer`, read from /proc/PID/limits (readable for every process, unlike
+    prlimit(2) on a process of another uid, which needs CAP_SYS_RESOURCE: clients run as the sandbox user)."""
+    import resource  # noqa: PLC0415
+
+    out = {}
+    with open(f"/proc/{peer}/limits", encoding="ascii") as f:
+        for line in f:
+            for label, name in _LIMITS.items():
+                if line.startswith(label + " "):
+                    words = line[len(label):].split()
+                    soft, hard = (resource.RLIM_INFINITY if w == "unlimited" else int(w) for w in words[:2])
+                    out[name] = (soft, hard)
+    if len(out) != len(_LIMITS):
+        raise OSError(errno.EINVAL, f"/proc/{peer}/limits lacks some of {sorted(_LIMITS)}")
+    return out
+
+
+def _take_containment(peer: int, peer_uid: int, reg: dict) -> None:
     """The worker becomes contained like the client `peer`: session, cgroups, limits, cwd, environment, and the
-    registration's Landlock policy (``landlock``: whether the run is isolated; ``writable``; ``required``)."""
+    registration's sandbox plan (``sandbox``: Landlock rules, the sandbox user, the seccomp program)."""
     import resource  # noqa: PLC0415
 
     os.setsid()
     _join_cgroups_of(peer)
-    for name in _LIMITS:
+    for name, limits in _limits_of(peer).items():
         res = getattr(resource, name, None)
         if res is not None:
-            resource.setrlimit(res, resource.prlimit(peer, res))
+            resource.setrlimit(res, limits)
     cwd = os.readlink(f"/proc/{peer}/cwd")
     with open(f"/proc/{peer}/environ", "rb") as f:
         raw = f.read()
@@ -203,12 +291,11 @@ def _take_containment(peer: int, reg: dict) -> None:
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    if reg.get("landlock", True):
-        apply_landlock([str(w) for w in reg.get("writable", [])], bool(reg.get("required", False)))
+    apply_sandbox(reg.get("sandbox") or {}, peer_uid)
 
 
 # ------------------------------------------------------------------------------------------------------- worker
-def _worker(reg: dict, conn: socket.socket, fds: list[int], peer: int, closing: list) -> None:
+def _worker(reg: dict, conn: socket.socket, fds: list[int], peer: int, peer_uid: int, closing: list) -> None:
     """In the forked child: takes the client's containment and descriptors, runs pytest, exits. Never returns."""
     global WARM
     code = 1
@@ -230,7 +317,7 @@ def _worker(reg: dict, conn: socket.socket, fds: list[int], peer: int, closing: 
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for obj in closing:  # the zygote's listener, selector and other connections: closed, never collected later
             obj.close()
-        _take_containment(peer, reg)
+        _take_containment(peer, peer_uid, reg)
         for target, fd in zip((0, 1, 2, 6), fds):
             os.dup2(fd, target, inheritable=True)
         for fd in fds:
@@ -290,6 +377,7 @@ class Zygote:
         self.sel = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
+        os.chmod(path, 0o666)  # clients run as the sandbox user (issue 25); tokens, not the mode, admit a run
         self.listener.listen(64)
         self.listener.setblocking(False)
         self.control = socket.socket(fileno=os.dup(0))
@@ -384,13 +472,13 @@ class Zygote:
             elif len(fds) not in (3, 4):
                 conn.sendall(b"error expected the client's descriptors 0, 1, 2 (and 6)\n")
             else:
-                peer = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+                peer, peer_uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
                 closing = [self.listener, self.control, self.sel, *self.pending,
                            *(c for c in self.workers.values())]
                 pid = os.fork()
                 if pid == 0:
                     os.close(self.wake_r)
-                    _worker(reg, conn, fds, peer, closing)
+                    _worker(reg, conn, fds, peer, peer_uid, closing)
                 self.workers[pid] = conn
                 conn = None
         except OSError:

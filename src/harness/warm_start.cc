@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +40,7 @@ constexpr const char* kPerRunNames[] = {"TMPDIR",          "TMP",           "TEM
                                         "XDG_CACHE_HOME",  "POCL_CACHE_DIR", "TORCH_EXTENSIONS_DIR",
                                         "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH",
                                         "MPLCONFIGDIR",    "KERNELFOUNDRY_TEST", "KF_BUILD_DEADLINE",
-                                        "KF_TORCH_PCH_REQUESTS"};
+                                        "KF_TORCH_PCH_REQUESTS", "HOME"};
 
 constexpr std::chrono::seconds kReadyTimeout{60};
 
@@ -118,10 +119,14 @@ void Start(Zygote& z, const std::string& python, std::map<std::string, std::stri
     return;
   }
   z.dir = tmpl;
+  // Clients run as the sandbox user (issue 25): they may reach the socket, not list the directory.
+  ::chmod(z.dir.c_str(), 0711);
   std::error_code ec;
   fs::create_directories(z.dir / "tmp", ec);
   for (const char* name : kPerRunNames) env.erase(name);
-  for (const char* name : {"TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME", "MPLCONFIGDIR"}) env[name] = (z.dir / "tmp").string();
+  for (const char* name : {"TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME", "MPLCONFIGDIR", "HOME"}) {
+    env[name] = (z.dir / "tmp").string();
+  }
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp;
@@ -274,13 +279,9 @@ std::string UseWarmStart(ProcessOptions& o) {
   Json registration = Json::object();
   registration["token"] = Token();
   registration["argv"] = o.argv;
-  Json writable = Json::array();
-  if (o.filesystem_isolation) {
-    for (const fs::path& p : o.filesystem_isolation->writable_paths) writable.push_back(p.string());
-  }
-  registration["writable"] = writable;
-  registration["required"] = o.filesystem_isolation && o.filesystem_isolation->required;
-  registration["landlock"] = o.filesystem_isolation.has_value();
+  // The run's child-side containment as data (the same plan the process runner applies to the client): the
+  // worker applies it after taking the client's cgroups, limits, cwd and environment.
+  registration["sandbox"] = ChildSandboxPlan(o);
   const std::string line = DumpJson(registration) + "\n";
 
   Zygotes& all = AllZygotes();
