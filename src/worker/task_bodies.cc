@@ -98,11 +98,8 @@ Json Build(const Json& args, const TaskBodyContext& ctx) {
   options.work_root = ctx.work_root;
   options.stop = ctx.stop;
   BodyHarness h(task, ctx, options);
-  BuildPlan plan;
-  plan.candidate = task.has_build_step && (test_custom || (test_reference && kind.reference_uses_candidate_build));
-  plan.reference = task.has_reference_build_step && test_reference;
-  plan.arch_list = arch_list;
-  BuildStageResult r = RunBuildStage(*h.harness, task, plan, options);
+  BuildStageResult r = RunBuildStage(*h.harness, task, PlanBuilds(task, kind, test_custom, test_reference, arch_list),
+                                     options);
   // A failed build says how its process ended (kf clients read it instead of parsing the message).
   auto annotate = [](const std::optional<BuildRun>& run, std::optional<BuildResult>& stored) {
     if (!run || !stored || stored->Ok() || !stored->result) return;
