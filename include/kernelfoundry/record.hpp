@@ -20,6 +20,8 @@
 //    prompt, answer, language_model, agent_session_id, db_user) are written when given (Lineage).
 //  * job_logs rows are written as the reference's Evaluator writes them (RawProcessLog): level RAW, message =
 //    the log's name ("build", "test_custom_correctness", …), the output text in extra["log"].
+//  * No other module writes rows: a farm worker hands each finished job to RecordWorkerJob, and every front
+//    end reaches the verdict cache through this module too (verdict_cache.hpp, EvaluateWithVerdictCache).
 //
 // Thread safety: all functions may be called concurrently (on different Store objects, or on one Store,
 // which serialises internally). EvaluationReporter hooks ReportPhase and ReportOutputLine are called from

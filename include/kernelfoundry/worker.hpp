@@ -26,8 +26,10 @@
 //    different jobs still overlap.
 //  * Answers remote control (ping, active_queues, active, stats, hello, revoke, revoked, shutdown) on its own
 //    connection and thread, within a second, also while jobs run.
-//  * Records every job it finishes in its store: a jobs row (COMPLETE or FAIL), the tasks row, and
-//    job_logs rows (a summary and every process result).
+//  * Records every job it finishes in its store through the record module (kf::RecordWorkerJob): a jobs row
+//    (COMPLETE or FAIL), the tasks row, and job_logs rows (a summary and every process result).
+//  * What happens to a delivery before anything runs (redelivery count, poison limit, stop, revoke, unknown
+//    task, canvas, expiry, eta) is one typed decision, worker_internal::Admit (src/worker/admission.hpp).
 //  * Reconnects with exponential backoff when the broker goes away; a job that finishes while the
 //    connection is down has its reply published after reconnecting.
 // Thread-safety: Worker::RequestStop may be called from any thread (or a signal-handling thread) while
