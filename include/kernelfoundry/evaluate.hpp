@@ -150,6 +150,14 @@ struct BuildPlan {
   std::string arch_list;    ///< passed to the hooks (the normalised comma list, e.g. "cpu" or "lnl,bmg")
 };
 
+/// The one rule for which builds run (Evaluate and the farm's build_custom_task body): the candidate's `build`
+/// when the task has a build step and the candidate is tested, or the reference is and `kind` runs the
+/// reference on the candidate's build (HarnessDescriptor::reference_uses_candidate_build, native tasks); the
+/// `build_reference` hook when the task has a reference build step and the reference is tested. `arch_list`
+/// is passed to the hooks as it is.
+BuildPlan PlanBuilds(const Task& task, const HarnessDescriptor& kind, bool test_candidate, bool test_reference,
+                     std::string arch_list);
+
 /// Builds the wanted targets in parallel (each holding the host shared, DeviceSlots::ForBuild) and stores
 /// task.build_result / build_result_reference (with worker_info). Throws kf::Error only when the task
 /// cannot be materialised (kIO / kUnsafe / kLimit).

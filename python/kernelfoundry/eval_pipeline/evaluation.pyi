@@ -74,6 +74,9 @@ class Evaluation:
     def kernel_uuid(self) -> Optional[str]:
         """kernels.uuid of the stored row (the parent_uuid of candidates derived from this one), else None."""
     @property
+    def cached(self) -> Optional[dict]:
+        """The verdict cache entry the verdict was reused from ({'key', 'job_id', 'created_at'}), else None."""
+    @property
     def canceled(self) -> bool:
         """The recorded job was CANCELED from outside before or while it ran (no kernels row then)."""
 
@@ -82,7 +85,7 @@ def evaluate(task: Union[Task, str, PathLike, bytes], candidate: Union[None, str
              progress: Optional[Callable[[dict], Any]] = None,
              on_output_line: Optional[Callable[[bool, str], Any]] = None, keep_workdir: bool = False,
              work_root: Optional[Union[str, PathLike]] = None, db: Optional[Union[str, PathLike]] = None,
-             parent_uuid: Optional[str] = None, trial: Optional[int] = None, version: Optional[int] = None,
+             verdict_cache: bool = False, parent_uuid: Optional[str] = None, trial: Optional[int] = None, version: Optional[int] = None,
              prompt: Optional[str] = None, answer: Optional[str] = None, language_model: Optional[str] = None,
              agent_session_id: Optional[str] = None, db_user: Optional[str] = None) -> Evaluation:
     """Evaluates a candidate end to end, like `kf run TASK --no-store` (db=None) or `kf run TASK --db URL`.
@@ -105,6 +108,11 @@ def evaluate(task: Union[Task, str, PathLike, bytes], candidate: Union[None, str
     columns given: parent_uuid, trial, version, prompt, answer, language_model, agent_session_id, db_user —
     default the OS user) and the job_logs rows in the reference's format; Evaluation.job_id / kernel_uuid say
     where. A job CANCELED meanwhile stops the run. Lineage arguments without db raise InvalidArgumentError.
+
+    verdict_cache=True: an evaluation identical to an earlier one on this machine (task, candidate, config,
+    archs, worker fingerprint) returns the stored verdict without building or testing, as `kf run` does by
+    default (Evaluation.cached says so); only verdicts that are properties of the candidate are stored, never
+    timeouts, resource limits, crashes, noisy or suspicious timing.
 
     Candidate failures (extraction, build, crash, timeout, wrong values) are verdicts, not exceptions.
     Raises InvalidArgumentError (invalid task, block update that does not fit the task, no gpu_arch),
