@@ -11,7 +11,9 @@
 //  1. Its environment variable (KF_PYTHON_DIR, KF_PYTHON_HOST_DIR, KF_SDK_DIR). When set, it must point at a
 //     valid directory; a wrong one is an error, never silently skipped.
 //  2. The install prefix of the running executable (/proc/self/exe): `<prefix>/bin/kf` looks in
-//     `<prefix>/share/kernelfoundry/{python-task,python,sdk}` (what `cmake --install` writes).
+//     `<prefix>/share/kernelfoundry/{python-task,python,sdk}` (what `cmake --install` writes); for the Python
+//     API's compiled module installed in `<prefix>/share/kernelfoundry/python/kernelfoundry/` and loaded by an
+//     interpreter elsewhere, also that module's `<prefix>/share/kernelfoundry/...`.
 //  3. Only for a program running from inside the build tree it was built in (build/kf, the test binaries, the
 //     Python API's compiled module): the build tree (`<build>/python-task`, `<build>/python`: the package
 //     assembled with its compiled modules), then the source tree (`python/task`; the SDK as `include/` + `src/`;

@@ -67,6 +67,17 @@ fs::path ThisObject() {
   return fs::path(info.dli_fname);
 }
 
+// The data directory (<prefix>/share/kernelfoundry) an installed compiled Python module of ours lies in
+// (<data>/python/kernelfoundry/.../_core*.so: the Python API loaded by an interpreter elsewhere), or empty.
+fs::path InstalledDataDirOfThisObject() {
+  const fs::path object = ThisObject();
+  if (object.empty() || IsInside(object, KF_BUILD_DIR)) return {};
+  for (fs::path p = object.parent_path(); p.has_relative_path(); p = p.parent_path()) {
+    if (p.filename() == "kernelfoundry" && p.parent_path().filename() == "python") return p.parent_path().parent_path();
+  }
+  return {};
+}
+
 std::vector<Candidate> Fallbacks(const fs::path& install_sub, const fs::path& build_sub, const fs::path& source_sub,
                                  bool with_source = true) {
   std::vector<Candidate> out;
@@ -74,6 +85,9 @@ std::vector<Candidate> Fallbacks(const fs::path& install_sub, const fs::path& bu
   if (!exe.empty()) {
     out.push_back({(exe.parent_path() / KF_DATA_FROM_BINDIR / install_sub).lexically_normal(),
                    "install prefix of " + exe.string()});
+    if (const fs::path data = InstalledDataDirOfThisObject(); !data.empty()) {
+      out.push_back({data / install_sub, "install prefix of " + ThisObject().string()});
+    }
     if (IsInside(exe, KF_BUILD_DIR) || IsInside(ThisObject(), KF_BUILD_DIR)) {
       if (!build_sub.empty()) out.push_back({fs::path(KF_BUILD_DIR) / build_sub, "build tree"});
       if (with_source) out.push_back({fs::path(KF_SOURCE_DIR) / source_sub, "source tree"});
