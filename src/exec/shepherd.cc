@@ -126,33 +126,24 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
   _exit(127);
 }
 
-/// The main child: session, cgroups, limits, stdio, cwd, exec. Never returns. `in_v2_cgroup`: the child was
-/// created in the v2 leaf already (clone3 CLONE_INTO_CGROUP), so it does not write its cgroup.procs.
+/// The main child: containment (ContainSelf: session, cgroups, limits, Landlock), stdio, cwd, exec. Never
+/// returns. `in_v2_cgroup`: the child was created in the v2 leaf already (clone3 CLONE_INTO_CGROUP), so it does
+/// not write its cgroup.procs.
 [[noreturn]] void ChildExec(const ShepherdPlan& plan, pid_t shepherd, bool in_v2_cgroup) {
   sigset_t empty;
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != shepherd) _exit(127);
-  if (setsid() < 0) ChildFail(SpawnStage::kSession, errno);
-  if (plan.v2_join_file != nullptr && !in_v2_cgroup) {
-    if (int err = WriteFile(plan.v2_join_file, "0"); err != 0) ChildFail(SpawnStage::kCgroup, err);
-  }
-  for (int i = 0; i < plan.n_join_files; ++i) {
-    if (int err = WriteFile(plan.join_files[i], "0"); err != 0) ChildFail(SpawnStage::kCgroup, err);
-  }
-  for (int i = 0; i < plan.n_rlimits; ++i) {
-    rlimit rl{static_cast<rlim_t>(plan.rlimits[i].soft), static_cast<rlim_t>(plan.rlimits[i].hard)};
-    if (setrlimit(plan.rlimits[i].resource, &rl) != 0) ChildFail(SpawnStage::kRlimit, errno);
-  }
+  ChildContainment contain = plan.contain;  // plain data: a copy is a memcpy
+  if (in_v2_cgroup) contain.v2_join_file = nullptr;
+  SpawnStage stage = SpawnStage::kSession;
+  if (int err = ContainSelf(contain, &stage); err != 0) ChildFail(stage, err);
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(kOutFd, 1) < 0 || dup2(kErrFd, 2) < 0) {
     ChildFail(SpawnStage::kStdio, errno);
   }
   if (plan.cwd != nullptr && chdir(plan.cwd) != 0) ChildFail(SpawnStage::kChdir, errno);
-  // Last, after the cgroup writes (which it would forbid): from here on the tree writes only what the plan
-  // allows.
-  if (int err = ApplyLandlock(plan.landlock); err != 0) ChildFail(SpawnStage::kIsolation, err);
   if (plan.result_fd >= 0) {  // keep the result pipe at kResFd (dup2 left it inheritable)
     close(kOutFd);
     close(kErrFd);
@@ -221,20 +212,6 @@ void SignalTree(const ShepherdPlan& plan, int sig) {
 }
 
 }  // namespace
-
-const char* SpawnStageName(SpawnStage stage) {
-  switch (stage) {
-    case SpawnStage::kFork: return "fork";
-    case SpawnStage::kCgroup: return "joining the cgroup";
-    case SpawnStage::kRlimit: return "setting resource limits";
-    case SpawnStage::kStdio: return "setting up stdin/stdout/stderr";
-    case SpawnStage::kChdir: return "changing to the working directory";
-    case SpawnStage::kExec: return "exec";
-    case SpawnStage::kSession: return "setsid";
-    case SpawnStage::kIsolation: return "applying filesystem isolation (Landlock)";
-  }
-  return "spawn";
-}
 
 void RunShepherd(const ShepherdPlan& plan) {
   // Descriptors: socket, stdout, stderr at 3, 4, 5; everything else closed (other runs' pipes included).

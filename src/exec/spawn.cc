@@ -180,7 +180,9 @@ bool Runner::Prepare() {
     add_rlimit(RLIMIT_NOFILE, *o_.open_files_limit, *o_.open_files_limit);
     run_->limits["open_files"] = "RLIMIT_NOFILE";
   }
-  if (rlimits_.size() > 8 || join_files_.size() > 4) throw Error(ErrorKind::kInternal, "too many limits");
+  if (rlimits_.size() > ChildContainment::kMaxRlimits || join_files_.size() > ChildContainment::kMaxJoinFiles) {
+    throw Error(ErrorKind::kInternal, "too many limits");
+  }
   if (o_.filesystem_isolation) {
     const int abi = LandlockAbi();
     run_->isolation = LandlockDescription(abi);
@@ -234,14 +236,16 @@ void Runner::Spawn() {
   plan.stderr_fd = err_w.fd;
   plan.socket_fd = sock_w.fd;
   plan.result_fd = res_w.fd;
-  plan.v2_join_file = v2_join_file_.empty() ? nullptr : v2_join_file_.c_str();
+  ChildContainment& contain = plan.contain;
+  contain.new_session = true;
+  contain.v2_join_file = v2_join_file_.empty() ? nullptr : v2_join_file_.c_str();
+  for (const auto& f : join_files_) contain.join_files[contain.n_join_files++] = f.c_str();
+  for (const auto& r : rlimits_) contain.rlimits[contain.n_rlimits++] = r;
+  contain.landlock = landlock_;
   plan.v2_dir = v2_dir_.empty() ? nullptr : v2_dir_.c_str();
-  for (const auto& f : join_files_) plan.join_files[plan.n_join_files++] = f.c_str();
   plan.cgroup_kill = kill_file_.empty() ? nullptr : kill_file_.c_str();
   plan.cgroup_procs = procs_file_.empty() ? nullptr : procs_file_.c_str();
-  for (const auto& r : rlimits_) plan.rlimits[plan.n_rlimits++] = r;
   plan.no_network = o_.no_network;
-  plan.landlock = landlock_;
   plan.kill_grace_ms = static_cast<int>(std::max<int64_t>(0, o_.kill_grace.count()));
 
   start_ = Clock::now();

@@ -25,6 +25,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/json.hpp"
+#include "kernelfoundry/resources.hpp"
 
 extern char** environ;
 
@@ -122,6 +123,17 @@ void Start(Zygote& z, const std::string& python, std::map<std::string, std::stri
   fs::create_directories(z.dir / "tmp", ec);
   for (const char* name : kPerRunNames) env.erase(name);
   for (const char* name : {"TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME", "MPLCONFIGDIR"}) env[name] = (z.dir / "tmp").string();
+  // The zygote itself is host side (kernelfoundry.zygote, kernelfoundry._contain): the host directory goes last on
+  // its path, after the run's (the task side first, so that its package is the one imported). Its workers drop it
+  // before they run anything of the task (zygote.py), as they take their client's environment.
+  try {
+    const std::string host = HostPythonDir().path.string();
+    std::string& path = env["PYTHONPATH"];
+    path = path.empty() ? host : path + ":" + host;
+  } catch (const Error& e) {
+    z.failed = e.what();
+    return;
+  }
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp;

@@ -1,5 +1,13 @@
 """KernelFoundry task-side package: what a task package's ``task.py`` and ``conftest.py`` import.
 
+Split by trust (python/README.md has the table of every module and where it runs): this directory (built as
+``<build>/python-task``, installed as ``<prefix>/share/kernelfoundry/python-task``) holds only what runs inside a
+contained task run — the test process, build children, executors, the warm-start client — and is the only one
+on a candidate's PYTHONPATH. Host-side modules (the warm-start zygote, the PCH builder, the compiled core and the
+Python API of ``kernelfoundry.eval_pipeline``) live in the host directory (``<build>/python``), which joins this
+package when it is on ``sys.path`` (``__path__`` below); in a candidate's process it is not, so they cannot be
+imported there.
+
 - ``TestBase`` (kernelfoundry.test_base; ``kernelfoundry.custom_test.CustomTest`` is the same class): base class of
   a task's test class; its ``build`` / ``build_reference`` hooks are called by ``python -m
   kernelfoundry.build_target`` and return the list of artifact paths.
@@ -14,6 +22,10 @@ Importing this package must stay cheap (no torch import): it is loaded by every 
 from __future__ import annotations
 
 from pathlib import Path
+from pkgutil import extend_path
+
+# The host side's portion of this package (a `kernelfoundry/` folder of another sys.path entry), when there is one.
+__path__ = extend_path(__path__, __name__)
 
 from .compiler import compile_torch_extension
 from .test_base import TestBase

@@ -21,13 +21,22 @@
 The names above are loaded on first use (PEP 562), so importing this package (for example on the way to
 ``eval_pipeline.utils.performance`` in a task's test process) does not load the compiled core.
 
+Split by trust: this ``__init__`` and ``utils.{performance,sysinfo,benchdnn_helper}`` are task side (a task's test
+process imports them); everything else here — the compiled core and the modules over it — is the host side's
+portion of this package (``<build>/python/kernelfoundry/eval_pipeline``), joined below when the host directory is
+on ``sys.path`` and never importable in a candidate's process.
+
 Setup: ``export PYTHONPATH=<build dir>/python`` (the build assembles the package there).
 """
 
 from __future__ import annotations
 
 import importlib
+from pkgutil import extend_path
 from typing import Any
+
+# The host side's portion (the core and the API over it), when the host directory is on the path.
+__path__ = extend_path(__path__, __name__)
 
 #: Public name -> the submodule defining it (imported on first access).
 _LAZY = {"Task": ".task", "ProcessResult": ".task", "BuildResult": ".task", "TestResult": ".task",
@@ -44,8 +53,9 @@ def _load_core():
         return importlib.import_module("._core", __name__)
     except ImportError as e:  # pragma: no cover - depends on the build
         raise ImportError(
-            "kernelfoundry.eval_pipeline._core is not built or not on the path: build the project "
-            "(`ninja -C build`) and `export PYTHONPATH=$PWD/build/python` — " + str(e)) from e
+            "kernelfoundry.eval_pipeline._core is not built or not on the path (it is host side: a task's own "
+            "processes never see it): build the project (`ninja -C build`) and `export PYTHONPATH=$PWD/build/python`"
+            " — " + str(e)) from e
 
 
 def __getattr__(name: str) -> Any:

@@ -328,8 +328,9 @@ def _conditions(config) -> dict:
     return {
         "threads": torch.get_num_threads() if torch is not None else None,
         "heap": config.stash.get(_HEAP, "environment"),
-        # "warm": forked from kf's zygote (kernelfoundry.zygote), "cold": a fresh interpreter.
-        "start": "warm" if getattr(sys.modules.get("kernelfoundry.zygote"), "WARM", False) else "cold",
+        # "warm": forked from kf's zygote (host side; its worker sets kernelfoundry.fork_server.WARM), "cold": a
+        # fresh interpreter.
+        "start": "warm" if getattr(sys.modules.get("kernelfoundry.fork_server"), "WARM", False) else "cold",
         "executor_starts": dict(_executor.STARTS),  # executors started warm (fork server) and cold
         "env": {k: os.environ.get(k) for k in ("KF_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                                                 "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_",

@@ -1,5 +1,8 @@
 """The client of a warm start (see kernelfoundry.zygote): ``python3 -I -S warm_client.py SOCKET TOKEN -- ARGV...``.
 
+Task side (python/README.md): kf's process runner starts it as the run's test process, inside the run's
+containment, so it lives in the task directory (kf runs it by path; ``-I`` keeps every PYTHONPATH out).
+
 kf's process runner starts this script in place of ``ARGV`` (a ``python -u -m pytest ...`` test run), contained as
 every test run is. It hands the zygote its token and its descriptors 0, 1, 2 (and the result descriptor 6 when
 open), waits for the forked worker and ends with the worker's status: the same exit code, or death by the same

@@ -12,15 +12,18 @@ a PCH that other builds use. The work is split:
   (:func:`key`: the compiler binary, torch, Python and the extra flags) and looks for
   ``$KF_TORCH_PCH_DIR/<key>/``. When it is there the compile gets ``-include``; when it is not, the child writes
   a request (``<key>.json``: the extra flags) into ``$KF_TORCH_PCH_REQUESTS`` and compiles without;
-* kf, on the trusted side, after the build runs ``python -m kernelfoundry.pch REQUEST OUT`` in a sandboxed child
-  that may write only OUT. This module recomputes the key from the request (the file name is not trusted),
+* kf, on the trusted side, after the build runs ``python -m kernelfoundry.pch_build REQUEST OUT`` (host side:
+  python/host/kernelfoundry/pch_build.py, never on a candidate's path) in a sandboxed child that may write only
+  OUT. It recomputes the key from the request with :func:`key` (the file name is not trusted),
   accepts only flags from an allow-list (optimisation, language standard, macros, code-generation ``-f``/``-m``
   options and warnings; never ``-I``, ``-include``, ``-fplugin``, ``-specs``, ``-B``, ``-Wp,``/``-Wa,``/``-Wl,``
   or ``@file``), and compiles the header with exactly the flags torch's own build of the extension uses (torch's
   ``_write_ninja_file_to_build_library``, the extension name left out: torch's headers do not use it). OUT then
   holds the header, its ``.gch`` and a ``key`` file; kf renames OUT to ``$KF_TORCH_PCH_DIR/<key>`` (atomic).
 
-The first build of a set of flags requests the PCH; the builds after it use it.
+The first build of a set of flags requests the PCH; the builds after it use it. This module is the task side's
+half (key, allow-list, lookup, request); the builder imports the key and the allow-list from here, so both halves
+compute the same key.
 """
 
 from __future__ import annotations
@@ -30,24 +33,18 @@ import importlib.util
 import json
 import os
 import re
-import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
-__all__ = ["HEADER", "key", "lookup", "request", "allowed_flag", "build"]
+__all__ = ["HEADER", "key", "lookup", "request", "allowed_flag"]
 
 #: The header the PCH is made of (and the name candidates' compiles -include).
 HEADER = "kf_torch_extension.h"
-_HEADER_TEXT = "// kf: torch's extension API, precompiled once per compiler, torch and flags\n" \
-               "#pragma once\n#include <torch/extension.h>\n"
 #: Format of the key; bump when what goes into a PCH changes.
 _VERSION = "kf-torch-pch-1"
-#: Exit code of ``python -m kernelfoundry.pch`` for a request this module refuses (a flag not allowed).
-REFUSED_EXIT = 3
 
 _ALLOWED = [re.compile(p) for p in (
     r"-O[0-3sgz]?", r"-Ofast",
@@ -131,70 +128,3 @@ def request(directory: Path, k: str, extra_cflags: Sequence[str]) -> None:
     with os.fdopen(fd, "w") as f:
         json.dump({"extra_cflags": list(extra_cflags)}, f)
     os.replace(tmp, directory / f"{k}.json")
-
-
-def _torch_compile_line(extra_cflags: list[str], scratch: Path) -> tuple[str, list[str]]:
-    """(compiler, flags) of torch's own compile of a CPU source with ``extra_cflags``, read from the build.ninja
-    torch writes; the extension-name macro is left out."""
-    from torch.utils import cpp_extension  # noqa: PLC0415 — only the trusted PCH build imports torch
-
-    ninja = scratch / "build.ninja"
-    cpp_extension._write_ninja_file_to_build_library(  # noqa: SLF001 — the one place torch composes its flags
-        path=str(ninja), name="kf_pch", sources=[str(scratch / "kf_pch.cpp")], extra_cflags=list(extra_cflags),
-        extra_cuda_cflags=[], extra_ldflags=[], extra_include_paths=[], with_cuda=False, is_standalone=False)
-    values = {}
-    for line in ninja.read_text().splitlines():
-        name, sep, value = line.partition(" = ")
-        if sep and name in ("cxx", "cflags", "post_cflags"):
-            values[name] = value
-    if "cxx" not in values or "cflags" not in values:
-        raise RuntimeError("torch's build.ninja has no cxx/cflags line")
-    flags = shlex.split(values["cflags"]) + shlex.split(values.get("post_cflags", ""))
-    return values["cxx"], [f for f in flags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
-
-
-def build(request_path: Path, out: Path) -> str:
-    """Builds the PCH a request asks for into ``out`` (header, ``.gch``, ``key``; ``key`` written last).
-    Returns the key. Raises ValueError for a request it refuses, RuntimeError when the compile fails."""
-    doc = json.loads(request_path.read_text())
-    flags = doc.get("extra_cflags") if isinstance(doc, dict) else None
-    if not isinstance(flags, list) or len(flags) > 64 or not all(isinstance(f, str) for f in flags):
-        raise ValueError(f"{request_path}: expected {{\"extra_cflags\": [up to 64 strings]}}")
-    for f in flags:
-        if not allowed_flag(f):
-            raise ValueError(f"{request_path}: flag {f!r} is not on the precompiled-header allow-list")
-    k = key(flags)
-    if k is None:
-        raise RuntimeError("compiler or torch not found")
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out) as scratch:
-        cxx, cflags = _torch_compile_line(flags, Path(scratch))
-    header = out / HEADER
-    header.write_text(_HEADER_TEXT)
-    cmd = [cxx, *cflags, "-x", "c++-header", str(header), "-o", str(header) + ".gch"]
-    print("$ " + shlex.join(cmd), flush=True)
-    done = subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"the precompiled header did not compile (exit {done.returncode})")
-    (out / "key").write_text(k)
-    return k
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m kernelfoundry.pch REQUEST.json OUT_DIR", file=sys.stderr)
-        return 2
-    try:
-        k = build(Path(argv[0]), Path(argv[1]))
-    except ValueError as e:
-        print(f"kernelfoundry.pch: refused: {e}", file=sys.stderr)
-        return REFUSED_EXIT
-    except (OSError, RuntimeError) as e:
-        print(f"kernelfoundry.pch: {e}", file=sys.stderr)
-        return 1
-    print(f"kernelfoundry.pch: built {k}", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -52,6 +52,8 @@ import tempfile
 import time
 from typing import Any, Optional
 
+from . import fork_server
+
 _MAX_REPLY = 1 << 20  # bytes of one JSON reply line
 
 #: Executors this process started, by how they started ("warm": forked by the fork server; "cold": a fresh
@@ -140,7 +142,6 @@ class Executor:
         try:
             self.start = "cold"  # "warm": forked by the fork server of a warm test process (fork_server)
             self.proc = None
-            from . import fork_server  # noqa: PLC0415
             if fork_server.available():
                 try:
                     self.proc = fork_server.spawn(argv[4:], cwd or os.getcwd(), (cmd_r, rep_w))
