@@ -13,7 +13,10 @@
 // (bursts of load), σ_w 3–15 % (per-process intervals of ±1–4 % after ~120 rounds); K = 2–9 processes, 20–150
 // rounds each (kf runs 3 by default and up to 9 while the target is missed).
 //
-// Usage: interval_bench [--trials N] (default 100 per cell)
+// Real runs: `interval_bench --replay VERDICT.json…` replays the merged records of `kf run --json` verdicts
+// (timing.paired.<benchmark> with process_rounds: the per-round lists split by process) instead.
+//
+// Usage: interval_bench [--trials N] (default 100 per cell) | interval_bench --replay FILE…
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,7 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "core/files.hpp"
+#include "kernelfoundry/json.hpp"
 #include "kernelfoundry/paired.hpp"
+#include "kernelfoundry/paired_record.hpp"
 
 namespace {
 
@@ -91,9 +97,47 @@ Tally Run(const Cell& c, int trials, std::mt19937_64& rng) {
   return t;
 }
 
+// One merged record's rounds, grouped by process: the three intervals, and which bound is binding.
+void Replay(const std::string& name, const kf::PairedRecord& r) {
+  std::vector<double> values;
+  std::vector<int64_t> groups;
+  std::vector<std::vector<double>> by_group;
+  size_t at = 0;
+  for (size_t g = 0; g < r.process_rounds.size(); ++g) {
+    by_group.emplace_back();
+    for (int64_t j = 0; j < r.process_rounds[g] && at < r.candidate_ms.size(); ++j, ++at) {
+      const double ratio = r.reference_ms[at] / r.candidate_ms[at];
+      values.push_back(ratio);
+      groups.push_back(static_cast<int64_t>(g));
+      by_group.back().push_back(ratio);
+    }
+  }
+  const kf::MedianCI pooled = kf::MedianWithCI(values);
+  const Interval ti = TInterval(by_group);
+  const kf::MedianCI boot = kf::HierarchicalMedianCI(values, groups, 2000, 20261130);
+  const double lo = std::min(pooled.low, ti.low), hi = std::max(pooled.high, ti.high), m = pooled.median;
+  std::printf("%s: %zu processes, %zu rounds, speedup %.3f; pooled ±%.2f%%, t ±%.2f%%, bootstrap ±%.2f%%; "
+              "bootstrap binding: %s (extra half-width %.3f%%)\n",
+              name.c_str(), by_group.size(), values.size(), m, 50 * (pooled.high - pooled.low) / m,
+              50 * (ti.high - ti.low) / m, 50 * (boot.high - boot.low) / m,
+              boot.low < lo || boot.high > hi ? "yes" : "no",
+              50 * ((std::max(hi, boot.high) - std::min(lo, boot.low)) - (hi - lo)) / m);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--replay") {
+    for (int i = 2; i < argc; ++i) {
+      const kf::Json verdict = kf::ParseJson(kf::ReadFileBytes(argv[i]).value_or("{}"), argv[i]);
+      const kf::Json timing = verdict.value("timing", kf::Json::object());
+      for (const auto& [name, record] : timing.value("paired", kf::Json::object()).items()) {
+        const kf::PairedRecord r = kf::PairedRecord::FromJson(record);
+        if (r.process_rounds.size() > 1) Replay(std::string(argv[i]) + " " + name, r);
+      }
+    }
+    return 0;
+  }
   int trials = 100;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--trials") trials = std::atoi(argv[i + 1]);

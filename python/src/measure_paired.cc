@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "convert.hpp"
 #include "kernelfoundry/paired.hpp"
 #include "kernelfoundry/paired_record.hpp"
 
@@ -197,54 +198,12 @@ kf::PairedSide SideFrom(const py::tuple& side) {
   return s;
 }
 
-// A Python value (dict, list, tuple, str, int, float, bool, None) as JSON.
-kf::Json ToJson(const py::handle& v) {
-  if (v.is_none()) return nullptr;
-  if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
-  if (py::isinstance<py::int_>(v)) return v.cast<int64_t>();
-  if (py::isinstance<py::float_>(v)) return v.cast<double>();
-  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
-  if (py::isinstance<py::dict>(v)) {
-    kf::Json out = kf::Json::object();
-    for (const auto& [k, x] : v.cast<py::dict>()) out[py::str(k).cast<std::string>()] = ToJson(x);
-    return out;
-  }
-  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
-    kf::Json out = kf::Json::array();
-    for (const py::handle& x : v) out.push_back(ToJson(x));
-    return out;
-  }
-  throw py::type_error("expected JSON-like values, got " + py::str(v.get_type()).cast<std::string>());
-}
-
-// JSON as Python values (objects become dicts in their key order).
-py::object FromJson(const kf::Json& j) {
-  switch (j.type()) {
-    case kf::Json::value_t::null: return py::none();
-    case kf::Json::value_t::boolean: return py::bool_(j.get<bool>());
-    case kf::Json::value_t::number_integer:
-    case kf::Json::value_t::number_unsigned: return py::int_(j.get<int64_t>());
-    case kf::Json::value_t::number_float: return py::float_(j.get<double>());
-    case kf::Json::value_t::string: return py::str(j.get<std::string>());
-    case kf::Json::value_t::array: {
-      py::list out;
-      for (const kf::Json& x : j) out.append(FromJson(x));
-      return std::move(out);
-    }
-    default: {
-      py::dict out;
-      for (const auto& [k, x] : j.items()) out[py::str(k)] = FromJson(x);
-      return std::move(out);
-    }
-  }
-}
-
 // The record of a measurement handed in by Python (a dict in PairedRecord's wire form).
-kf::PairedRecord RecordFrom(const py::handle& record) { return kf::PairedRecord::FromJson(ToJson(record)); }
+kf::PairedRecord RecordFrom(const py::handle& record) { return kf::PairedRecord::FromJson(kfpy::ToJson(record)); }
 
 py::object MeasurePairedPy(const py::tuple& candidate, const py::tuple& reference, const py::dict& options,
                            const py::object& check) {
-  const kf::PairedOptions o = kf::PairedOptionsFromJson(ToJson(options));
+  const kf::PairedOptions o = kf::PairedOptionsFromJson(kfpy::ToJson(options));
   kf::PairedSide c = SideFrom(candidate), r = SideFrom(reference);
   kf::PairedCheck chk;
   if (!check.is_none()) {
@@ -260,7 +219,7 @@ py::object MeasurePairedPy(const py::tuple& candidate, const py::tuple& referenc
     py::gil_scoped_release release;
     res = kf::MeasurePaired(c, r, o, chk);
   }
-  return FromJson(kf::RecordOf(res).ToJson());
+  return kfpy::ToPy(kf::RecordOf(res).ToJson());
 }
 
 py::object JudgePairedPy(const py::dict& record, const py::dict& options, const py::object& remeasure) {
@@ -268,7 +227,8 @@ py::object JudgePairedPy(const py::dict& record, const py::dict& options, const 
   if (!remeasure.is_none()) {
     again = [remeasure] { return RecordFrom(remeasure()); };
   }
-  return FromJson(kf::JudgePaired(RecordFrom(record), kf::PairedOptionsFromJson(ToJson(options)), again).ToJson());
+  return kfpy::ToPy(
+      kf::JudgePaired(RecordFrom(record), kf::PairedOptionsFromJson(kfpy::ToJson(options)), again).ToJson());
 }
 
 }  // namespace

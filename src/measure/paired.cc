@@ -411,7 +411,7 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
         break;
       }
     }
-    if (out.rounds >= options.min_rounds && ReachesTarget(MedianWithCI(out.ratios), out.rounds, options)) {
+    if (ReachesTarget(MedianWithCI(out.ratios), out.rounds, options)) {
       out.stop = "target";
       break;
     }

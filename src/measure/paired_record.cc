@@ -84,7 +84,20 @@ class Reader {
   std::string prefix_;
 };
 
-Json IntervalJson(const MedianCI& ci) { return Json::array({ci.low, ci.high}); }
+Json IntervalJson(const MedianCI& ci) {
+  Json j = Json::array();
+  j.push_back(ci.low);
+  j.push_back(ci.high);
+  return j;
+}
+
+// {"candidate": candidate_s × 1000, "reference": reference_s × 1000}.
+Json SidesMs(double candidate_s, double reference_s) {
+  Json j = Json::object();
+  j["candidate"] = candidate_s * 1e3;
+  j["reference"] = reference_s * 1e3;
+  return j;
+}
 
 Json ProcessesJson(const PairedRecord& r, Json j) {
   if (r.processes > 1 || r.process) j["processes"] = r.processes;
@@ -169,7 +182,10 @@ std::optional<PairedStatus> PairedStatusFromName(std::string_view name) {
 }
 
 Json PairedRecord::ToJson() const {
-  Json j = {{"paired", paired}, {"status", std::string(PairedStatusName(status))}, {"detail", detail}};
+  Json j = Json::object();
+  j["paired"] = paired;
+  j["status"] = std::string(PairedStatusName(status));
+  j["detail"] = detail;
   if (!paired) {
     if (!candidate_ms.empty()) j["candidate_ms"] = candidate_ms;
     return j;
@@ -186,12 +202,14 @@ Json PairedRecord::ToJson() const {
   j["reference_ms"] = reference_ms;
   j["elapsed_s"] = elapsed_s;
   j["elapsed_raw_s"] = elapsed_raw_s;
-  j["window_ms"] = {{"candidate", candidate_window_s * 1e3}, {"reference", reference_window_s * 1e3}};
-  j["after_return_cpu_ms"] = {{"candidate", candidate_after_cpu_s * 1e3}, {"reference", reference_after_cpu_s * 1e3}};
+  j["window_ms"] = SidesMs(candidate_window_s, reference_window_s);
+  j["after_return_cpu_ms"] = SidesMs(candidate_after_cpu_s, reference_after_cpu_s);
   j["value_sets"] = value_sets;
   if (remeasured) {
-    j["remeasured"] = {
-        {"speedup", remeasured->speedup}, {"ci", IntervalJson(remeasured->ci)}, {"rounds", remeasured->rounds}};
+    Json& again = j["remeasured"];
+    again["speedup"] = remeasured->speedup;
+    again["ci"] = IntervalJson(remeasured->ci);
+    again["rounds"] = remeasured->rounds;
   }
   if (!mode.empty()) j["mode"] = mode;
   j = ProcessesJson(*this, std::move(j));
@@ -266,7 +284,10 @@ const PairedRecord* PairedTiming::Find(std::string_view name) const {
 Json PairedTiming::ToJson() const {
   Json paired = Json::object();
   for (const auto& [name, r] : records) paired[name] = r.ToJson();
-  return Json{{"paired", std::move(paired)}, {"conditions", conditions}};
+  Json j = Json::object();
+  j["paired"] = std::move(paired);
+  j["conditions"] = conditions;
+  return j;
 }
 
 PairedTiming PairedTiming::FromJson(const Json& json) {

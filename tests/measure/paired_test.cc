@@ -175,8 +175,8 @@ TEST(MeasurePaired, RealClockMeasuresBackgroundWorkAfterReturn) {
   EXPECT_NEAR(r.elapsed_raw_s, r.elapsed_s, 0.05 * r.elapsed_s + 0.01);
 }
 
-// Three groups (process layouts) whose values sit at 0.95, 1.00 and 1.05 with a little spread inside: the
-// pooled order-statistic interval is narrow around 1.00 and ignores that only three layouts were seen; the
+// Three groups (processes) whose values sit at 0.95, 1.00 and 1.05 with a little spread inside: the
+// pooled order-statistic interval is narrow around 1.00 and ignores that only three processes were seen; the
 // two-level bootstrap's interval spans most of the distance between the groups.
 TEST(HierarchicalMedianCI, CoversTheSpreadBetweenGroups) {
   std::vector<double> values;
