@@ -29,7 +29,7 @@
 #include "core/files.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/paired.hpp"
-#include "kernelfoundry/paired_record.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 
 namespace {
 
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
       const kf::Json verdict = kf::ParseJson(kf::ReadFileBytes(argv[i]).value_or("{}"), argv[i]);
       const kf::Json timing = verdict.value("timing", kf::Json::object());
       for (const auto& [name, record] : timing.value("paired", kf::Json::object()).items()) {
-        const kf::PairedRecord r = kf::PairedRecord::FromJson(record);
+        const kf::PairedRecord r = kf::PairedRecordFromJson(record);
         if (r.process_rounds.size() > 1) Replay(std::string(argv[i]) + " " + name, r);
       }
     }

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "kernelfoundry/json.hpp"
-#include "kernelfoundry/paired_record.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 #include "kernelfoundry/process.hpp"
 #include "kernelfoundry/results.hpp"
 #include "kernelfoundry/task.hpp"

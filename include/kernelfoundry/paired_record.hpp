@@ -6,7 +6,8 @@
 //    status. Every producer builds it the same way — the pytest plugin (python/kernelfoundry/paired.py, through
 //    kernelfoundry._measure), the native SDK (sdk/task_sdk.hpp) and the merge of several processes' records
 //    (pipeline/paired_processes.hpp) — and every consumer reads it typed (the harnesses' JudgeTiming, scoring).
-//    JSON is its wire form only (the result fd of a test run, Celery bodies, the store): ToJson / FromJson.
+//    JSON is its wire form only (the result fd of a test run, Celery bodies, the store): paired_wire.hpp. This
+//    header has no JSON, so the policy compiles into the native SDK's paired.cc without a JSON library.
 //  * JudgePaired is the only place that decides correct / noisy / suspicious (grep for kNoisy). The rules, in
 //    order, for one measurement (a merged record only gets rule 4; its processes were judged one by one):
 //      1. a problem its output/input checks reported decides (input_mutated, output_changed_under_timing);
@@ -17,7 +18,7 @@
 //      3. a speedup above suspicious_speedup is measured again (new seed and input values): the second
 //         measurement's problem decides, else suspicious unless the two speedups agree within [0.75, 1.33];
 //      4. noisy when the interval does not reach the target (ReachesTarget), else correct.
-//  * Thread-safe (pure functions); FromJson throws kf::Error(kInvalidArgument, "paired record", field).
+//  * Thread-safe (pure functions). Implemented in src/measure/paired.cc.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,6 @@
 #include <utility>
 #include <vector>
 
-#include "kernelfoundry/json.hpp"
 #include "kernelfoundry/paired.hpp"
 
 namespace kf {
@@ -84,39 +84,7 @@ struct PairedRecord {
   std::vector<int64_t> process_rounds;  ///< measured rounds per process, in order (splits the per-round lists)
   std::vector<MedianCI> process_speedups;  ///< each process's own speedup and interval
   std::vector<PairedRecord> more;       ///< further measurements of the same benchmark in one test
-
-  /// The wire form: {"paired", "status", "detail", "speedup", "ci": [low, high], "rel_half_width", "rounds",
-  /// "warmup_rounds", "calls_per_sample", "checked_rounds", "stop", "candidate_ms", "reference_ms", "elapsed_s",
-  /// "elapsed_raw_s", "window_ms": {"candidate", "reference"}, "after_return_cpu_ms": {"candidate",
-  /// "reference"}, "value_sets", "remeasured"?: {"speedup", "ci", "rounds"}, "mode"?, "processes"?, "process"?,
-  /// "process_rounds"?, "process_speedups"?, "process_cis"?, "more"?}. An unpaired record: {"paired": false,
-  /// "status", "detail", "candidate_ms"?}.
-  Json ToJson() const;
-  /// Parses ToJson's form. Absent fields keep their defaults (elapsed_raw_s: elapsed_s); unknown keys are
-  /// ignored. Throws kf::Error(kInvalidArgument, "paired record", field) for a wrong type or an unknown status.
-  static PairedRecord FromJson(const Json& json);
 };
-
-/// The paired timing of one performance run: a record per benchmark (in the order the run reported them) and the
-/// conditions it ran under (threads, allocator, load, …; free-form).
-struct PairedTiming {
-  std::vector<std::pair<std::string, PairedRecord>> records;
-  Json conditions = Json::object();
-
-  /// The record of benchmark `name`, or nullptr.
-  const PairedRecord* Find(std::string_view name) const;
-  /// {"paired": {name: record}, "conditions": {...}}.
-  Json ToJson() const;
-  /// Parses ToJson's form ("paired" absent: no records). Throws like PairedRecord::FromJson, the field named
-  /// "paired.<benchmark>.<field>".
-  static PairedTiming FromJson(const Json& json);
-};
-
-/// The knobs of paired timing by name (kernelfoundry.paired.DEFAULTS / eval_config.timing keys) onto `base`:
-/// the loop's and the verdict's fields of PairedOptions; other keys are ignored (they belong to the pytest
-/// plugin or the pipeline). Throws kf::Error(kInvalidArgument, "eval_config.timing", key) for a value of the
-/// wrong type, then PairedOptions::Validate's errors.
-PairedOptions PairedOptionsFromJson(const Json& options, PairedOptions base = {});
 
 /// The record of a finished MeasurePaired: its numbers, and the status of the problem its check reported
 /// ("<status>: <detail>", e.g. "input_mutated: input 0 was written …"; a problem without a known status prefix is

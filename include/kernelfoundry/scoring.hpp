@@ -26,7 +26,7 @@
 
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/measure.hpp"
-#include "kernelfoundry/paired_record.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 #include "kernelfoundry/results.hpp"
 #include "kernelfoundry/verdict.hpp"
 

@@ -16,7 +16,7 @@
 
 #include "convert.hpp"
 #include "kernelfoundry/paired.hpp"
-#include "kernelfoundry/paired_record.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 
 namespace py = pybind11;
 
@@ -199,7 +199,7 @@ kf::PairedSide SideFrom(const py::tuple& side) {
 }
 
 // The record of a measurement handed in by Python (a dict in PairedRecord's wire form).
-kf::PairedRecord RecordFrom(const py::handle& record) { return kf::PairedRecord::FromJson(kfpy::ToJson(record)); }
+kf::PairedRecord RecordFrom(const py::handle& record) { return kf::PairedRecordFromJson(kfpy::ToJson(record)); }
 
 py::object MeasurePairedPy(const py::tuple& candidate, const py::tuple& reference, const py::dict& options,
                            const py::object& check) {
@@ -219,7 +219,7 @@ py::object MeasurePairedPy(const py::tuple& candidate, const py::tuple& referenc
     py::gil_scoped_release release;
     res = kf::MeasurePaired(c, r, o, chk);
   }
-  return kfpy::ToPy(kf::RecordOf(res).ToJson());
+  return kfpy::ToPy(kf::ToJson(kf::RecordOf(res)));
 }
 
 py::object JudgePairedPy(const py::dict& record, const py::dict& options, const py::object& remeasure) {
@@ -228,7 +228,7 @@ py::object JudgePairedPy(const py::dict& record, const py::dict& options, const 
     again = [remeasure] { return RecordFrom(remeasure()); };
   }
   return kfpy::ToPy(
-      kf::JudgePaired(RecordFrom(record), kf::PairedOptionsFromJson(kfpy::ToJson(options)), again).ToJson());
+      kf::ToJson(kf::JudgePaired(RecordFrom(record), kf::PairedOptionsFromJson(kfpy::ToJson(options)), again)));
 }
 
 }  // namespace

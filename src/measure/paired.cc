@@ -1,4 +1,6 @@
-// Paired timing and the median's confidence interval (kernelfoundry/paired.hpp).
+// Paired timing, the median's confidence interval, the quiet wait (kernelfoundry/paired.hpp) and the verdict of a
+// paired record (kernelfoundry/paired_record.hpp: the one policy). Compiled into the native task SDK as well
+// (src/modules.txt): no fmt, no JSON, no other kf sources than core/error.cc.
 #include "kernelfoundry/paired.hpp"
 
 #include <dirent.h>
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +18,7 @@
 #include <thread>
 
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/paired_record.hpp"
 
 namespace kf {
 namespace {
@@ -78,6 +82,49 @@ std::vector<std::vector<double>> ByGroup(const std::vector<double>& values, cons
 
 void Require(bool ok, const char* field, const std::string& what) {
   if (!ok) throw Error(ErrorKind::kInvalidArgument, "expected " + what, "PairedOptions", field);
+}
+
+constexpr struct {
+  PairedStatus status;
+  std::string_view name;
+} kStatusNames[] = {{PairedStatus::kCorrect, "correct"},
+                    {PairedStatus::kNoisy, "noisy"},
+                    {PairedStatus::kSuspicious, "suspicious"},
+                    {PairedStatus::kInputMutated, "input_mutated"},
+                    {PairedStatus::kOutputChangedUnderTiming, "output_changed_under_timing"},
+                    {PairedStatus::kError, "error"}};
+
+// printf-style formatting into a std::string (the SDK build has no fmt).
+std::string Format(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string Format(const char* format, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  return text;
+}
+
+// "<detail>; <note>", or either alone.
+std::string WithNote(std::string detail, const std::string& note) {
+  if (note.empty()) return detail;
+  return detail.empty() ? note : detail + "; " + note;
+}
+
+// Rule 2 of JudgePaired: the evidence that the timed windows did not see all of the candidate's work. The
+// problem's detail, or "" when there is none.
+std::string IntegrityProblem(const PairedRecord& r, const PairedOptions& o) {
+  const double after = r.candidate_after_cpu_s - r.reference_after_cpu_s;
+  if (after > std::max(o.after_return_cpu_ratio * r.candidate_window_s, 0.005)) {
+    return Format("work continued after the call returned: other threads used %.1f ms of CPU after the candidate's "
+                  "calls, the timed windows lasted %.1f ms",
+                  after * 1e3, r.candidate_window_s * 1e3);
+  }
+  if (std::fabs(r.elapsed_raw_s - r.elapsed_s) > 0.05 * r.elapsed_s + 0.05) {
+    return Format("the timing clock disagrees with the raw system clock (%.3f s vs %.3f s)", r.elapsed_s,
+                  r.elapsed_raw_s);
+  }
+  return "";
 }
 
 }  // namespace
@@ -427,6 +474,89 @@ PairedResult MeasurePaired(const PairedSide& candidate, const PairedSide& refere
   out.elapsed_s = elapsed();
   out.elapsed_raw_s = RawMonotonicSeconds() - raw_start;
   return out;
+}
+
+// ---- The record's verdict (paired_record.hpp) ----
+
+std::string_view PairedStatusName(PairedStatus status) {
+  for (const auto& s : kStatusNames) {
+    if (s.status == status) return s.name;
+  }
+  return "error";
+}
+
+std::optional<PairedStatus> PairedStatusFromName(std::string_view name) {
+  for (const auto& s : kStatusNames) {
+    if (s.name == name) return s.status;
+  }
+  return std::nullopt;
+}
+
+PairedRecord RecordOf(const PairedResult& res) {
+  PairedRecord r;
+  r.speedup = res.speedup;
+  r.rel_half_width = res.rel_half_width;
+  r.rounds = res.rounds;
+  r.warmup_rounds = res.warmup_rounds;
+  r.calls_per_sample = res.calls_per_sample;
+  r.checked_rounds = res.checked_rounds;
+  r.stop = res.stop;
+  r.candidate_ms = res.candidate_ms;
+  r.reference_ms = res.reference_ms;
+  r.elapsed_s = res.elapsed_s;
+  r.elapsed_raw_s = res.elapsed_raw_s;
+  r.candidate_window_s = res.candidate_window_s;
+  r.reference_window_s = res.reference_window_s;
+  r.candidate_after_cpu_s = res.candidate_after_cpu_s;
+  r.reference_after_cpu_s = res.reference_after_cpu_s;
+  if (res.problem) {
+    const size_t colon = res.problem->find(": ");
+    const std::optional<PairedStatus> s =
+        colon == std::string::npos ? std::nullopt : PairedStatusFromName(res.problem->substr(0, colon));
+    const bool caught = s && *s != PairedStatus::kCorrect && *s != PairedStatus::kNoisy;
+    r.status = caught ? *s : PairedStatus::kError;
+    r.detail = caught ? res.problem->substr(colon + 2) : *res.problem;
+  }
+  return r;
+}
+
+PairedRecord JudgePaired(PairedRecord r, const PairedOptions& o, const PairedRemeasure& remeasure) {
+  if (!r.paired || r.status != PairedStatus::kCorrect) return r;
+  const std::string note = std::move(r.detail);
+  auto decide = [&](PairedStatus status, std::string detail) {
+    r.status = status;
+    r.detail = WithNote(std::move(detail), note);
+    return r;
+  };
+  // Rules 2 and 3 judge one measurement; a merged record's processes were judged one by one.
+  if (r.processes <= 1) {
+    if (std::string problem = IntegrityProblem(r, o); !problem.empty()) {
+      return decide(PairedStatus::kSuspicious, std::move(problem));
+    }
+    if (r.speedup.median > o.suspicious_speedup) {
+      if (!remeasure) {
+        return decide(PairedStatus::kSuspicious,
+                      Format("a speedup of %.2fx could not be measured again", r.speedup.median));
+      }
+      const PairedRecord again = remeasure();
+      r.remeasured = PairedRemeasured{again.speedup.median, again.speedup, again.rounds};
+      if (again.status != PairedStatus::kCorrect) return decide(again.status, again.detail);
+      const double change = again.speedup.median / r.speedup.median;
+      if (!(change >= 0.75 && change <= 1.33)) {
+        return decide(PairedStatus::kSuspicious,
+                      Format("a speedup of %.2fx did not hold when measured again with new inputs (%.2fx)",
+                             r.speedup.median, again.speedup.median));
+      }
+    }
+  }
+  if (!ReachesTarget(r.speedup, r.rounds, o)) {
+    const std::string in = r.processes > 1 ? Format(" in %lld processes", static_cast<long long>(r.processes)) : "";
+    return decide(PairedStatus::kNoisy,
+                  Format("the 95 %% interval [%.3f, %.3f] is ±%.1f %% after %lld rounds%s (target ±%.1f %%)",
+                         r.speedup.low, r.speedup.high, r.rel_half_width * 100, static_cast<long long>(r.rounds),
+                         in.c_str(), o.target_rel_half_width * 100));
+  }
+  return decide(PairedStatus::kCorrect, "");
 }
 
 }  // namespace kf

@@ -15,7 +15,7 @@
 
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/json.hpp"
-#include "kernelfoundry/paired_record.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 
 namespace kf::paired_processes {
 

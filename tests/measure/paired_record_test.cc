@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "kernelfoundry/error.hpp"
-#include "kernelfoundry/paired_record.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 
 namespace kf {
 namespace {
@@ -42,7 +42,7 @@ TEST(PairedRecord, WireFormRoundTrips) {
   r.process_rounds = {7, 7, 6};
   r.process_speedups = {{2.4, 2.3, 2.5}, {2.5, 2.4, 2.6}, {2.6, 2.5, 2.7}};
   r.more.push_back(Measured(1.1));
-  const Json j = r.ToJson();
+  const Json j = ToJson(r);
   EXPECT_EQ(j["status"], "noisy");
   EXPECT_EQ(j["ci"], Json::array({2.475, 2.525}));
   EXPECT_DOUBLE_EQ(j["after_return_cpu_ms"]["candidate"].get<double>(), 2.0);
@@ -50,23 +50,23 @@ TEST(PairedRecord, WireFormRoundTrips) {
   EXPECT_EQ(j["process_cis"][2], Json::array({2.5, 2.7}));
   EXPECT_EQ(j["more"].size(), 1u);
   EXPECT_FALSE(j.contains("process"));
-  const PairedRecord back = PairedRecord::FromJson(j);
-  EXPECT_EQ(back.ToJson(), j);
+  const PairedRecord back = PairedRecordFromJson(j);
+  EXPECT_EQ(ToJson(back), j);
   EXPECT_EQ(back.status, PairedStatus::kNoisy);
   EXPECT_DOUBLE_EQ(back.candidate_after_cpu_s, 0.002);
   EXPECT_EQ(back.process_rounds, (std::vector<int64_t>{7, 7, 6}));
 
   // Unpaired: only what it has. Absent fields keep defaults; the raw clock defaults to the steady one.
   const Json alone = Json{{"paired", false}, {"status", "error"}, {"detail", "TypeError: x"}};
-  EXPECT_EQ(PairedRecord::FromJson(alone).ToJson(), alone);
-  const PairedRecord old = PairedRecord::FromJson(Json{{"paired", true}, {"status", "correct"}, {"elapsed_s", 3.0}});
+  EXPECT_EQ(ToJson(PairedRecordFromJson(alone)), alone);
+  const PairedRecord old = PairedRecordFromJson(Json{{"paired", true}, {"status", "correct"}, {"elapsed_s", 3.0}});
   EXPECT_DOUBLE_EQ(old.elapsed_raw_s, 3.0);
 }
 
 TEST(PairedRecord, MalformedRecordsNameTheField) {
   auto field = [](const Json& j) {
     try {
-      PairedRecord::FromJson(j);
+      PairedRecordFromJson(j);
     } catch (const Error& e) {
       return e.field();
     }

@@ -23,7 +23,7 @@ Json RecordJson(double ratio, int n, const std::string& status = "correct") {
               {"after_return_cpu_ms", {{"candidate", 0.25}, {"reference", 0.5}}},  {"value_sets", 4}};
 }
 PairedRecord Record(double ratio, int n, const std::string& status = "correct") {
-  return PairedRecord::FromJson(RecordJson(ratio, n, status));
+  return PairedRecordFromJson(RecordJson(ratio, n, status));
 }
 
 // The merge's options: target and seed.
@@ -36,7 +36,7 @@ PairedOptions Options(double target, uint64_t seed) {
 
 // The wire form of a merged record (what the assertions below read).
 Json MergeRecords(const std::vector<PairedRecord>& records, double target, uint64_t seed) {
-  return paired_processes::MergeRecords(records, Options(target, seed)).ToJson();
+  return ToJson(paired_processes::MergeRecords(records, Options(target, seed)));
 }
 
 TEST(PairedProcesses, RecordsArePooledAndTheIntervalCoversTheProcesses) {
@@ -73,10 +73,10 @@ TEST(PairedProcesses, ACaughtProblemInAnyProcessWins) {
   EXPECT_EQ(m["process"], 1);
   EXPECT_EQ(m["processes"], 3);
   const PairedRecord unpaired =
-      PairedRecord::FromJson(Json{{"paired", false}, {"status", "correct"}, {"detail", "not paired: no reference"}});
+      PairedRecordFromJson(Json{{"paired", false}, {"status", "correct"}, {"detail", "not paired: no reference"}});
   EXPECT_EQ(MergeRecords({Record(1.0, 20), unpaired}, 0.02, 7)["paired"], false);
   // One record: unchanged.
-  EXPECT_EQ(MergeRecords({Record(1.2, 20)}, 0.02, 7), Record(1.2, 20).ToJson());
+  EXPECT_EQ(MergeRecords({Record(1.2, 20)}, 0.02, 7), ToJson(Record(1.2, 20)));
 }
 
 TEST(PairedProcesses, MalformedRecordsAreRejected) {

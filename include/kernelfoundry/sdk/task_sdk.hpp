@@ -68,7 +68,7 @@
 
 #include "kernelfoundry/measure.hpp"
 #include "kernelfoundry/paired.hpp"
-#include "kernelfoundry/paired_record.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 #include "kernelfoundry/sdk/perf_control.hpp"
 
 namespace kf::sdk {
@@ -376,7 +376,7 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
     m.measured = true;
     m.cv.notify_all();
   }
-  st.paired_records[st.current] = record.ToJson();
+  st.paired_records[st.current] = kf::ToJson(record);
   return samples;
 }
 
