@@ -260,20 +260,22 @@ TEST_F(PyScale, TimedProcessesRunOnTheDeclaredAllocator) {
   }
 }
 
+// A stage runner that only counts builds (config checks must refuse before the first).
+struct CountingRunner final : StageRunner {
+  int builds = 0;
+  BuildStageResult Build(Task&, const BuildPlan&, const EvaluateOptions&) override {
+    ++builds;
+    return {};
+  }
+  TestStageResult Test(const Task&, const std::vector<TestVariant>&, const std::vector<std::string>&,
+                       const EvaluateOptions&) override {
+    return {};
+  }
+};
+
 // Regression (stop 20): a bad eval_config.allocator was reported only after the candidate's build (the test
 // stage reads it). Every config field the test stage reads is checked before the build now.
 TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
-  struct CountingRunner final : StageRunner {
-    int builds = 0;
-    BuildStageResult Build(Task&, const BuildPlan&, const EvaluateOptions&) override {
-      ++builds;
-      return {};
-    }
-    TestStageResult Test(const Task&, const std::vector<TestVariant>&, const std::vector<std::string>&,
-                         const EvaluateOptions&) override {
-      return {};
-    }
-  };
   const std::vector<std::pair<std::string, Json>> bad = {
       {"allocator", Json("tcmalloc")}, {"threads", Json(0)}, {"timing", Json{{"mode", "both"}}},
       {"timing", Json{{"layouts", 0}}}, {"timing", Json{{"layouts", 1.5}}}, {"timing", Json{{"layouts", 65}}},
@@ -330,17 +332,6 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
 // Keys of removed mechanisms (timing.mode: separate, process layouts) are refused before anything is built, naming
 // what replaced them: a task that asked for them must not get paired timing in one process silently.
 TEST_F(PyScale, RemovedTimingKeysAreRefusedNamingTheReplacement) {
-  struct CountingRunner final : StageRunner {
-    int builds = 0;
-    BuildStageResult Build(Task&, const BuildPlan&, const EvaluateOptions&) override {
-      ++builds;
-      return {};
-    }
-    TestStageResult Test(const Task&, const std::vector<TestVariant>&, const std::vector<std::string>&,
-                         const EvaluateOptions&) override {
-      return {};
-    }
-  };
   for (const auto& [key, value, says] : {std::tuple<std::string, Json, std::string>{"mode", "separate", "always paired"},
                                          {"mode", "paired", "always paired"},
                                          {"layouts", 2, "timing.processes"},
