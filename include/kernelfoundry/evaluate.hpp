@@ -132,8 +132,8 @@ struct VariantRun {
   double correctness_s = 0, performance_s = 0; ///< wall seconds of each run (0 when not run)
   double profile_s = 0;                        ///< wall seconds of the profiler passes (0 when none ran)
   /// The candidate's paired timing against the reference (PhaseRun::timing, with the conditions of the run:
-  /// threads, allocator settings, load before/after); null when the variant was timed alone.
-  Json timing = nullptr;
+  /// threads, allocator settings, load before/after); nullopt when the variant was timed alone.
+  std::optional<PairedTiming> timing;
 };
 
 /// What the build stage did. nullopt = that target was not built (no build step, or not wanted).

@@ -24,9 +24,9 @@ Warm starts. In a test process forked from kf's zygote, executors are forked fro
 computed is in an executor's memory) instead of a fresh interpreter: ~0.02 s instead of ~1.5 s each. ``start``
 says which ("warm" or "cold"); a refused warm start falls back to cold with a line on stderr.
 
-Work after returning. The executor's threads' CPU time is read from /proc (``cpu_seconds``); ``settle()`` waits
-until the executor is idle and returns the CPU it used since the last reply: work left running in a background
-thread after the reply.
+Work after returning. The executor's CPU time is its kernel CPU clock (``cpu_seconds``); ``settle()`` waits
+until the executor is idle — the quiet rule every paired side uses, in C++ (``kernelfoundry._measure.wait_quiet``)
+— and returns the CPU it used since the last reply: work left running in a background thread after the reply.
 
 Privileges. Before it imports its target the executor empties its Linux capability sets (``drop_capabilities``):
 running as root, candidate code still cannot ptrace the checker or open /proc/<checker>/mem.
@@ -52,7 +52,10 @@ import tempfile
 import time
 from typing import Any, Optional
 
-from . import fork_server
+from . import _measure, fork_server
+
+_process_cpu_seconds = _measure.process_cpu_seconds
+_wait_quiet = _measure.wait_quiet
 
 _MAX_REPLY = 1 << 20  # bytes of one JSON reply line
 
@@ -125,8 +128,7 @@ class Executor:
     """A callable whose calls run in a child process (see the module comment). `target` is "module:factory";
     the executor imports `module` (with `cwd` first on sys.path) and calls `factory()` once for the callable."""
 
-    def __init__(self, target: str, cwd: Optional[str] = None, threads: Optional[int] = None,
-                 _wait: bool = True):
+    def __init__(self, target: str, cwd: Optional[str] = None, threads: Optional[int] = None):
         self.target, self._cwd, self._threads = target, cwd, threads
         self._closed = False
         self._dir = tempfile.mkdtemp(prefix="kf_exec_")
@@ -159,26 +161,9 @@ class Executor:
         self._rep = os.fdopen(rep_r, "rb", buffering=0)
         self._buf = b""
         self._cpu_mark = 0.0
-        self._is_ready = False
         atexit.register(self.close)
-        if _wait:
-            self._ready()
-
-    def _ready(self) -> None:
         self._request({"op": "ready"})
         self._cpu_mark = self.cpu_seconds()
-        self._is_ready = True
-
-    def sibling(self, wait: bool = True) -> "Executor":
-        """Another executor of the same target, cwd and thread count: a process of its own, with its own memory
-        and code layout (the paired measurement rotates over several). With wait=False it is started but not yet
-        ready: call wait_ready() before using it (several then start at once). The caller closes it."""
-        return Executor(self.target, self._cwd, self._threads, _wait=wait)
-
-    def wait_ready(self) -> None:
-        """Waits until a sibling(wait=False) has imported its target (raises ExecutorError if that failed)."""
-        if not self._is_ready:
-            self._ready()
 
     # ---- protocol ----
     def _readline(self) -> bytes:
@@ -313,49 +298,15 @@ class Executor:
 
     # ---- CPU after returning ----
     def cpu_seconds(self) -> float:
-        """CPU seconds used so far by all threads of the executor, exact to the nanosecond: the kernel's CPU
-        clock of another process (clock_getcpuclockid; id = (~pid << 3) | CPUCLOCK_SCHED, linux/posix-timers.h).
-        0 once the executor is gone."""
-        try:
-            return time.clock_gettime(((~self.proc.pid) << 3) | 2)
-        except OSError:
-            return 0.0
-
-    def runnable_threads(self) -> int:
-        """How many of the executor's threads are running or waiting for a CPU (state R in /proc)."""
-        count = 0
-        base = f"/proc/{self.proc.pid}/task"
-        try:
-            tids = os.listdir(base)
-        except OSError:
-            return 0
-        for tid in tids:
-            try:
-                with open(f"{base}/{tid}/stat", "rb") as f:
-                    text = f.read()
-            except OSError:
-                continue
-            state = text[text.rfind(b")") + 2:text.rfind(b")") + 3]
-            count += state == b"R"
-        return count
+        """CPU seconds used so far by all threads of the executor (its kernel CPU clock); 0 once it is gone."""
+        return _process_cpu_seconds(self.proc.pid)
 
     def settle(self, max_s: float = 0.05) -> float:
-        """Waits until the executor is idle (less than 50 µs of CPU per 200 µs and no thread running or waiting
-        for a CPU — on a loaded machine a busy thread may be waiting — in two 200 µs slices in a row, at most
-        `max_s`) and returns the CPU seconds it used after its last reply: work left running after returning (a
-        background thread). Two slices: a thread started just before the reply could still be waiting for the
-        GIL in the first one (seen once in CI: a 4 ms background thread not counted)."""
-        deadline = time.monotonic() + max_s
-        last = self.cpu_seconds()
-        quiet = 0
-        while time.monotonic() < deadline:
-            time.sleep(0.0002)
-            now = self.cpu_seconds()
-            idle = now - last < 50e-6 and self.runnable_threads() == 0
-            last = now
-            quiet = quiet + 1 if idle else 0
-            if quiet >= 2:
-                break
+        """Waits until the executor is idle and returns the CPU seconds it used after its last reply: work left
+        running after returning (a background thread). The quiet rule is the C++ one every side uses
+        (kf::WaitQuiet, include/kernelfoundry/paired.hpp: less than 50 µs of CPU per 200 µs slice and no thread
+        running or waiting for a CPU, two slices in a row, at most `max_s`)."""
+        last = _wait_quiet(self.proc.pid, max_s)
         used, self._cpu_mark = max(0.0, last - self._cpu_mark), last
         return used
 

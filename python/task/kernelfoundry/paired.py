@@ -17,10 +17,12 @@ How a performance test becomes paired:
   with the values that were put into them — in C++ on raw buffers (``_measure.compare``/``equal``), not with
   functions candidate code could patch;
 * the loop charges CPU that other threads use after a call returned to that side (work left running in a
-  background thread), cross-checks its clock against a raw system-call clock, and a speedup above the
-  suspicious threshold is measured again with new values and seeds: the result must hold.
+  background thread) and cross-checks its clock against a raw system-call clock; the verdict (correct, noisy,
+  suspicious, or the problem a check found) is the C++ policy's (``_measure.judge_paired``,
+  include/kernelfoundry/paired_record.hpp), which also has a speedup above the suspicious threshold measured again
+  with new values and seeds: the result must hold.
 
-The per-benchmark record (``record()``) goes into the result report the plugin writes to kf's pipe. Functions this
+The per-benchmark record (``measure_pair()``) goes into the result report the plugin writes to kf's pipe. Functions this
 module relies on are captured when it is imported, before any candidate code is: later patches of ``os``, ``json``,
 ``time``, ``kernelfoundry.measure`` or ``torch`` attributes do not reach it.
 """
@@ -28,10 +30,8 @@ module relies on are captured when it is imported, before any candidate code is:
 from __future__ import annotations
 
 import math
-import os
 import random
 import sys
-import time
 from typing import Any, Callable, Optional
 
 from . import _measure
@@ -42,8 +42,8 @@ try:
 except ImportError:  # pragma: no cover — the executor module ships with this package
     _Executor = None
 
-_monotonic = time.monotonic
 _measure_paired = _measure.measure_paired
+_judge_paired = _measure.judge_paired
 _compare = _measure.compare
 _equal = _measure.equal
 _measure_loop = _measure.measure
@@ -58,8 +58,6 @@ DEFAULTS = {
     "quiesce_max_s": 0.05,
     "min_sample_s": 2e-4,
     "seed": 20261130,
-    "layouts": 1,                   # executor processes per side the rounds rotate over (process layouts; opt-in)
-    "layout_block": 8,              # consecutive rounds on one layout before the next takes over
     "value_sets": 4,                # distinct input value sets (original + perturbed), memory permitting
     "value_sets_max_bytes": 1 << 30,
     "perturbation": 0.1,            # floating-point inputs are multiplied by 1 + U(-p, p) per element
@@ -69,9 +67,6 @@ DEFAULTS = {
     "suspicious_speedup": 10.0,     # speedups above this are measured again with new values
     "after_return_cpu_ratio": 0.25,  # other threads' CPU after the candidate's calls, vs its windows
 }
-#: Keys of DEFAULTS that go to the C++ loop.
-_LOOP_KEYS = ("target_rel_half_width", "budget_s", "min_rounds", "check_fraction", "quiesce_max_s", "min_sample_s",
-              "seed", "layout_block")
 
 
 class _Torch:
@@ -173,29 +168,19 @@ class Capture:
     ``inputs`` are the arrays of every set (all of them get the round's values). A target that is a
     kernelfoundry.executor.Executor (the function under test in a process of its own) is bound once per set:
     its inputs are the shared-memory tensors the executor reads, a call is one round trip, and the output is
-    copied over only when it is compared.
-
-    Layouts. A process's memory and code layout moves its speed by a few per cent for its whole life, and
-    processes started close together in time get similar layouts (measured: executors started first ran ~1 %
-    slower than those started after them, whichever side they served; include/kernelfoundry/paired.hpp).
-    ``add_layouts(cand, ref, n)`` gives executor sides n fresh executors each, started together in a balanced
-    order; ``select(round, block)`` makes layout ``(round // block) mod n`` the active one (``remote``,
-    ``bounds``, ``inputs``, ``out`` refer to it), and ``close_layouts()`` stops them and makes the test's own
-    executor active again. Opt-in: DEFAULTS["layouts"] is 1 (README, "Process layouts")."""
+    copied over only when it is compared."""
 
     def __init__(self, target: Callable, sync: Optional[Callable], args: Any, kwargs: Any, options: dict):
         self.args_list, self.kwargs_list = _input_sets(args, kwargs)
         self.args, self.kwargs = self.args_list[0], self.kwargs_list[0]
         self.target, self.sync, self.options = target, sync, options
         self.remote = None
-        self._own: Any = None
-        self._layouts: list = []
         self._next = 0
         self.last = -1
         if _Executor is not None and isinstance(target, _Executor):
             self.remote = target
-            self._use(target, self.bind_sets(target))
-            self._own = (self.remote, self.bounds)
+            self.bounds = self.bind_sets(target)
+            self.inputs = [x for b in self.bounds for x in b.inputs]
         else:
             self.bounds = []
             self.inputs = leaves((self.args_list, self.kwargs_list))
@@ -210,33 +195,6 @@ class Capture:
     def bind_sets(self, executor: Any) -> list:
         """One kernelfoundry.executor.Bound per input set, in `executor`."""
         return [executor.bind(a, k) for a, k in zip(self.args_list, self.kwargs_list)]
-
-    @property
-    def layouts(self) -> int:
-        """How many layouts this side rotates over (1 for an in-process target and before add_layouts)."""
-        return max(1, len(self._layouts))
-
-    def select(self, round_: int, block: int = 1) -> None:
-        """Makes layout ``(round_ // block) mod layouts`` the active one (the C++ loop's layout of the round)."""
-        if self._layouts:
-            self._use(*self._layouts[(round_ // max(1, block)) % len(self._layouts)])
-
-    def close_layouts(self) -> None:
-        """Stops the executors add_layouts started and makes the test's own executor active again."""
-        for remote, _ in self._layouts:
-            remote.close()
-        self._layouts = []
-        if self._own is not None:
-            self._use(*self._own)
-
-    def _use(self, remote: Any, bounds: list) -> None:
-        """Makes (remote, bounds) the active executor; a previous call's output belongs to the old one."""
-        if getattr(self, "bounds", None) is not bounds:
-            self.remote, self.bounds = remote, bounds
-            self.inputs = [x for b in bounds for x in b.inputs]
-            self._out_stale = False
-            self._out = None
-            self.last = -1
 
     def rewind(self) -> None:
         """The next call uses input set 0 (called before every sample)."""
@@ -265,31 +223,6 @@ class Capture:
             self._out = self.bounds[self.last].output()
             self._out_stale = False
         return self._out
-
-
-def add_layouts(cand: Capture, ref: Capture, count: int) -> None:
-    """Gives each executor side of the pair `count` fresh executors (see Capture), started together, the
-    candidate's first for even layouts and the reference's first for odd ones (processes started close together
-    get similar layouts: a fixed order would favour one side), then all are waited for. No-op for count < 2 or
-    when neither side runs in an executor. On failure the ones started are stopped."""
-    sides = [c for c in (cand, ref) if c.remote is not None]
-    if count < 2 or not sides:
-        return
-    started: list = []
-    try:
-        for layout in range(count):
-            for cap in (sides if layout % 2 == 0 else sides[::-1]):
-                started.append((cap, cap._own[0].sibling(wait=False)))
-        for cap, ex in started:
-            ex.wait_ready()
-        for cap, ex in started:
-            cap._layouts.append((ex, cap.bind_sets(ex)))
-    except BaseException:
-        for cap, ex in started:
-            ex.close()
-        for cap in sides:
-            cap._layouts = []
-        raise
 
 
 class _Values:
@@ -375,13 +308,13 @@ def _inputs_match(cand: Capture, ref: Capture) -> Optional[str]:
     return None
 
 
-def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> tuple[dict, Optional[str]]:
-    """One paired measurement with value sets drawn from `seed`. Returns (loop result, problem | None)."""
+def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
+    """One paired measurement with value sets drawn from `seed`: its record, not judged yet (a problem a check found
+    is its status already)."""
     values = _Values(cand.inputs, opts, seed)
 
     def prepare(capture: Capture) -> Callable[[int], None]:
         def run(round_: int) -> None:
-            capture.select(round_, int(opts["layout_block"]))
             values.load(capture, round_)
             capture.rewind()
         return run
@@ -397,90 +330,25 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> tuple[d
             return f"input_mutated: input {changed} was written by the candidate during a timed call"
         return None
 
-    loop = {k: opts[k] for k in _LOOP_KEYS}
-    loop["seed"] = seed
-    loop["layouts"] = max(cand.layouts, ref.layouts)
     def side(capture: Capture) -> tuple:
         return (prepare(capture) if capture.inputs or capture.sets > 1 else None, capture.call, capture.sync,
                 (lambda: capture.remote.settle(opts["quiesce_max_s"])) if capture.remote is not None else None)
 
-    res = _measure_paired(side(cand), side(ref), loop, check)
-    res["value_sets"] = len(values.sets) if values.perturbable else 1
-    return res, res["problem"]
+    record = _measure_paired(side(cand), side(ref), {**opts, "seed": seed}, check)
+    record["value_sets"] = len(values.sets) if values.perturbable else 1
+    return record
 
 
 def measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
-    """Times a captured pair and returns the benchmark's record for the report:
-    {"paired": True, "status", "detail", "speedup", "ci", "rel_half_width", "rounds", "warmup_rounds",
-     "calls_per_sample", "checked_rounds", "stop", "candidate_ms", "reference_ms", "elapsed_s",
-     "after_return_cpu_ms": {"candidate", "reference"}, "value_sets", "layouts", "layout_speedups",
-     "layout_start_s"?, "layout_block"?, "layouts_note"?, "remeasured"?}. An executor side runs on opts["layouts"]
-    process layouts (Capture); layouts_note says when layouts were asked for but no side runs in an executor."""
+    """Times a captured pair and returns the benchmark's record for the report, judged by the C++ policy
+    (kernelfoundry._measure.judge_paired; include/kernelfoundry/paired_record.hpp has its fields): a speedup above
+    opts["suspicious_speedup"] is measured again with new seeds and values."""
     mismatch = _inputs_match(cand, ref)
     if mismatch:
         return unpaired_record(cand, opts, f"the sides' inputs differ ({mismatch})")
-    try:
-        started = _monotonic()
-        add_layouts(cand, ref, int(opts["layouts"]))
-        start_s = _monotonic() - started
-        record = _measure_pair(cand, ref, opts)
-        if max(cand.layouts, ref.layouts) > 1:
-            record["layout_start_s"] = start_s  # outside budget_s: the loop starts after all are ready
-            record["layout_block"] = int(opts["layout_block"])
-        elif int(opts["layouts"]) > 1:
-            record["layouts_note"] = (f"layouts: {int(opts['layouts'])} was asked for, but neither side runs in an "
-                                      "executor: both run in the test process (1 layout)")
-        return record
-    finally:
-        cand.close_layouts()
-        ref.close_layouts()
-
-
-def _measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
-    res, problem = _measure_once(cand, ref, opts, int(opts["seed"]))
-    status, detail = "correct", ""
-    if problem:
-        status, _, detail = problem.partition(": ")
-    else:
-        # Other threads' CPU after the candidate's calls returned, beyond what the reference's left: a kernel that
-        # returns before its work is done (the timed windows are then too short to have done it).
-        after = res["candidate_after_cpu_s"] - res["reference_after_cpu_s"]
-        clock_gap = abs(res["elapsed_raw_s"] - res["elapsed_s"])
-        if after > max(opts["after_return_cpu_ratio"] * res["candidate_window_s"], 0.005):
-            status = "suspicious"
-            detail = (f"work continued after the call returned: other threads used {after * 1e3:.1f} ms of CPU after "
-                      f"the candidate's calls, the timed windows lasted {res['candidate_window_s'] * 1e3:.1f} ms")
-        elif clock_gap > 0.05 * res["elapsed_s"] + 0.05:
-            status = "suspicious"
-            detail = (f"the timing clock disagrees with the raw system clock ({res['elapsed_s']:.3f} s vs "
-                      f"{res['elapsed_raw_s']:.3f} s)")
-        elif res["speedup"] > opts["suspicious_speedup"]:
-            again, problem2 = _measure_once(cand, ref, opts, int(opts["seed"]) + 7919)
-            held = problem2 is None and 0.75 <= again["speedup"] / res["speedup"] <= 1.33
-            if problem2:
-                status, _, detail = problem2.partition(": ")
-            elif not held:
-                status = "suspicious"
-                detail = (f"a speedup of {res['speedup']:.2f}x did not hold when measured again with new inputs "
-                          f"({again['speedup']:.2f}x)")
-            res["remeasured"] = {"speedup": again["speedup"], "ci": list(again["ci"]), "rounds": again["rounds"]}
-        elif not res["target_reached"]:
-            status = "noisy"
-            detail = (f"the 95 % interval [{res['ci'][0]:.3f}, {res['ci'][1]:.3f}] is ±{res['rel_half_width'] * 100:.1f} "
-                      f"% after {res['rounds']} rounds (target ±{opts['target_rel_half_width'] * 100:.1f} %)")
-    record = {
-        "paired": True, "status": status, "detail": detail, "speedup": res["speedup"], "ci": list(res["ci"]),
-        "rel_half_width": res["rel_half_width"], "rounds": res["rounds"], "warmup_rounds": res["warmup_rounds"],
-        "calls_per_sample": res["calls_per_sample"], "checked_rounds": res["checked_rounds"], "stop": res["stop"],
-        "candidate_ms": res["candidate_ms"], "reference_ms": res["reference_ms"], "elapsed_s": res["elapsed_s"],
-        "after_return_cpu_ms": {"candidate": res["candidate_after_cpu_s"] * 1e3,
-                                "reference": res["reference_after_cpu_s"] * 1e3},
-        "value_sets": res["value_sets"], "layouts": max(cand.layouts, ref.layouts),
-        "layout_speedups": list(res["layout_medians"]),
-    }
-    if "remeasured" in res:
-        record["remeasured"] = res["remeasured"]
-    return record
+    seed = int(opts["seed"])
+    return _judge_paired(_measure_once(cand, ref, opts, seed), opts,
+                         lambda: _measure_once(cand, ref, opts, seed + 7919))
 
 
 _LOOP_OPTIONS = ("warmup_min_time", "warmup_min_iters", "inner_loop_min_time", "perf_trials_min_iters",

@@ -29,6 +29,7 @@ from . import paired as _paired
 
 _monotonic = time.monotonic
 _median_ci = _measure.median_ci
+_judge_paired = _measure.judge_paired
 
 SIDE_IDS = ("kf-candidate", "kf-reference")
 
@@ -50,11 +51,6 @@ def new_state(enabled: bool, options_json: Optional[str], usage_error: Callable[
             raise usage_error(f"--kf-paired-options: unknown option(s) {unknown} "
                               f"(expected some of {sorted(options)})")
         options.update(given)
-        for key, top in (("layouts", 64), ("layout_block", 1 << 20)):
-            value = options[key]
-            if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= top):
-                raise usage_error(f"--kf-paired-options: {key}: expected a whole number from 1 to {top}, got "
-                                  f"{value!r}")
     return {"enabled": bool(enabled), "options": options, "captures": {}, "records": {},
             "reference_runtimes": {}, "reference_outcomes": {}, "calls": {}, "replays": {}}
 
@@ -171,10 +167,9 @@ def replay_call(store: dict, nodeid: str, call: Callable[[], Any]) -> Callable[[
     return run
 
 
-def pair_test_calls(cand: Callable[[], float], ref: Callable[[], float], opts: dict) -> dict:
-    """Times two custom benchmarks against each other by rounds of whole test calls (module comment); `cand`
-    and `ref` run one test call and return its median ms. Returns the benchmark's paired record."""
-    rng = random.Random(int(opts["seed"]))
+def _pair_test_calls_once(cand: Callable[[], float], ref: Callable[[], float], opts: dict, seed: int) -> dict:
+    """One measurement by rounds of whole test calls (module comment): its record, not judged yet."""
+    rng = random.Random(seed)
     started = _monotonic()
     cand_ms: list = []
     ref_ms: list = []
@@ -199,19 +194,22 @@ def pair_test_calls(cand: Callable[[], float], ref: Callable[[], float], opts: d
     else:
         stop = "max_rounds"
     speedup, low, high = ci
-    rel = (high - low) / 2.0 / speedup if speedup > 0 else float("inf")
     how = ("custom benchmark (its own timing loop writing profile_store): paired by whole test calls, "
            f"{len(ratios)} rounds of ABBA/BAAB order; inputs are not varied and outputs not compared")
-    status, detail = "correct", how
-    if stop != "target":
-        status = "noisy"
-        detail = (f"the 95 % interval [{low:.3f}, {high:.3f}] is ±{rel * 100:.1f} % after {len(ratios)} rounds "
-                  f"(target ±{float(opts['target_rel_half_width']) * 100:.1f} %); {how}")
-    return {"paired": True, "status": status, "detail": detail, "speedup": speedup, "ci": [low, high],
-            "rel_half_width": rel, "rounds": len(ratios), "warmup_rounds": 1, "calls_per_sample": 1,
-            "checked_rounds": 0, "stop": stop, "candidate_ms": cand_ms, "reference_ms": ref_ms,
-            "elapsed_s": _monotonic() - started, "value_sets": 1, "layouts": 1, "layout_speedups": [speedup],
+    return {"paired": True, "status": "correct", "detail": how, "speedup": speedup, "ci": [low, high],
+            "rel_half_width": (high - low) / 2.0 / speedup if speedup > 0 else float("inf"), "rounds": len(ratios),
+            "warmup_rounds": 1, "calls_per_sample": 1, "checked_rounds": 0, "stop": stop, "candidate_ms": cand_ms,
+            "reference_ms": ref_ms, "elapsed_s": _monotonic() - started, "value_sets": 1,
             "mode": "test_calls"}
+
+
+def pair_test_calls(cand: Callable[[], float], ref: Callable[[], float], opts: dict) -> dict:
+    """Times two custom benchmarks against each other by rounds of whole test calls (module comment); `cand`
+    and `ref` run one test call and return its median ms. Returns the benchmark's paired record, judged by the C++
+    policy (kernelfoundry._measure.judge_paired; a speedup above suspicious_speedup is measured again)."""
+    seed = int(opts["seed"])
+    return _judge_paired(_pair_test_calls_once(cand, ref, opts, seed), opts,
+                         lambda: _pair_test_calls_once(cand, ref, opts, seed + 7919))
 
 
 def note_custom_run(state: dict, store: dict, nodeid: str, call: Callable[[], Any]) -> None:
