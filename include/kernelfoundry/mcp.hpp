@@ -131,7 +131,8 @@ class Session {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Runs a Session over `in` / `out` (newline-delimited JSON-RPC) until `in` ends; returns 0.
+/// Runs a Session over `in` / `out` (newline-delimited JSON-RPC) until `in` ends, then gives running calls 5 s
+/// to answer and cancels the rest (their evaluations killed, their jobs CANCELED); returns 0.
 int ServeStdio(McpOptions options, std::FILE* in, std::FILE* out);
 
 }  // namespace kf::mcp

@@ -40,8 +40,9 @@
 //      GET  /api/kernels_by_job?job_id={"job_id", "kernels": [{"id", "uuid", "parent_uuid", "status",
 //                                      "kf_status", "score", "runtime", "speedup", "trial", "version",
 //                                      "timestamp", "output_code", "runtime_stats"}]}
-//      GET  /api/kernels/<id>/eval_log {"id", "eval_log", "runtime_stats", "speedup" (number or "N/A"),
-//                                      "speedup_ci", "status", "benchmarks"}
+//      GET  /api/kernels/<id>/eval_log KernelEvalLog with the job's VerdictExtras folded in: {"id", "eval_log",
+//                                      "runtime_stats", "speedup" (number or "N/A"), "speedup_ci", "status",
+//                                      "benchmarks", "cached", …}
 //      GET  /api/jobs/logs?job_id=     {"job_id", "logs": [{"id", "level", "message", "timestamp",
 //                                      "kernel_uuid", "raw_log"}]}
 //      GET  /api/whoami                {"user", "admin"}
