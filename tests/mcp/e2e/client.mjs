@@ -50,6 +50,19 @@ assert.deepEqual(JSON.parse(fs.readFileSync(path.join(TASK, '.kernelfoundry', 'k
 const got = (await client.callTool({ name: 'get_result', arguments: { uuid: second.kernel_uuid } })).structuredContent;
 assert.equal(got.ancestors.at(-1).uuid, first.kernel_uuid);
 
+// A candidate evaluated without writing files (the second's code again: the verdict cache may serve it).
+const source = fs.readFileSync(kernel, 'utf8');
+const code = source.slice(source.indexOf('# [EVOLVE_START]\n') + '# [EVOLVE_START]\n'.length, source.indexOf('# [EVOLVE_END]'));
+const cand = (await client.callTool({ name: 'evaluate_candidate', arguments: { task_path: TASK, code, parent_uuid: second.kernel_uuid } },
+                                    undefined, long)).structuredContent;
+console.log(`evaluate_candidate: ${cand.status} cached ${cand.cached} parent ${cand.parent_uuid}`);
+assert.equal(cand.success, true);
+assert.equal(cand.parent_uuid, second.kernel_uuid);
+assert.equal(JSON.parse(fs.readFileSync(path.join(TASK, '.kernelfoundry', 'kernels.json'), 'utf8')).length, 2);  // no file written
+const valid = (await client.callTool({ name: 'validate_task', arguments: { folder_path: TASK } })).structuredContent;
+assert.equal(valid.valid, true, JSON.stringify(valid));
+assert.equal(valid.harness, 'pytest');
+
 // Errors come back as tool results with isError, and the server goes on.
 const outside = await client.callTool({ name: 'build_and_test', arguments: { folder_path: '/etc' } });
 assert.equal(outside.isError, true);
@@ -73,7 +86,7 @@ while (Date.now() - t0 < 60000) {
 }
 assert.equal(status, 'CANCELED');
 const listed = (await client.callTool({ name: 'list_results', arguments: {} })).structuredContent.kernels;
-assert.equal(listed.length, 2);
+assert.equal(listed.length, 3);
 assert.equal(await client.ping().then(() => 'pong'), 'pong');  // still serving
 await client.close();
 

@@ -99,6 +99,13 @@ def main():
         # The next evaluation names the first as its parent, as the reference's client does from kernels.json.
         job2, status2, kernel2, _ = build_and_test(s.url, "alice", alice, task, parent=kernel["uuid"])
         assert status2 == "COMPLETE" and kernel2["parent_uuid"] == kernel["uuid"], kernel2
+        # kf results --lineage shows the chain.
+        lineage = json.loads(subprocess.run([kf, "results", "--db", str(db), "--lineage", kernel2["uuid"], "--json"],
+                                            check=True, capture_output=True, text=True).stdout)
+        assert [a["uuid"] for a in lineage["ancestors"]] == [kernel["uuid"]], lineage
+        table = subprocess.run([kf, "results", "--db", str(db), "--lineage", kernel2["uuid"]], check=True,
+                               capture_output=True, text=True).stdout
+        assert "root" in table and "<- this kernel" in table, table
         # Refusals.
         assert requests.get(f"{s.url}/api/job/{job}", timeout=30).status_code == 401
         assert requests.get(f"{s.url}/api/job/{job}", headers={"Authorization": "Bearer kf_nope"},
