@@ -2,6 +2,7 @@
 // negotiation, the methods, tool calls on their own threads with progress and cancellation.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -35,7 +36,9 @@ struct Session::Impl {
   WriteFn write;
   std::mutex write_mu;
   std::unique_ptr<Tools> tools;
-  std::string version = kProtocolVersions[0];
+  /// Whether results carry structuredContent (the negotiated revision is 2025-06-18 or newer); set by
+  /// initialize on the reading thread, read by the tool threads.
+  std::atomic<bool> structured{true};
 
   struct Call {
     Json id;
@@ -76,7 +79,7 @@ struct Session::Impl {
 Json Session::Impl::ToolResult(const Json& value, bool is_error) const {
   Json r = {{"content", Json::array({{{"type", "text"}, {"text", value.is_string() ? value.get<std::string>() : value.dump(2)}}})},
             {"isError", is_error}};
-  if (!is_error && value.is_object() && HasStructuredContent(version)) r["structuredContent"] = value;
+  if (!is_error && value.is_object() && structured.load()) r["structuredContent"] = value;
   return r;
 }
 
@@ -86,7 +89,8 @@ void Session::Impl::Request(const Json& id, const std::string& method, const Jso
                                   ? params["protocolVersion"].get<std::string>()
                                   : "";
     if (asked.empty()) return Fail(id, kInvalidParams, "params.protocolVersion: required");
-    version = NegotiateVersion(asked);
+    const std::string version = NegotiateVersion(asked);
+    structured.store(HasStructuredContent(version));
     std::fprintf(stderr, "kf mcp: initialize (client asked %s, speaking %s)\n", asked.c_str(), version.c_str());
     return Reply(id, {{"protocolVersion", version},
                       {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}}},

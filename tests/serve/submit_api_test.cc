@@ -266,13 +266,20 @@ TEST_F(SubmitApi, CancelKillsARunningJob) {
   EXPECT_EQ(OpenStore(db_, {.read_only = true})->CountKernels(q), 0);
 }
 
-TEST_F(SubmitApi, AQueuedJobSurvivesARestart) {
+TEST_F(SubmitApi, QueuedAndRunningJobsSurviveARestart) {
   StartServer(Options(1, false));
   auto r = Submit("alice", TaskZip());
-  const int64_t job = ParseJson(r->body, "submit")["job_id"].get<int64_t>();
-  StopServer();  // the job is still INIT in the database
+  const int64_t queued = ParseJson(r->body, "submit")["job_id"].get<int64_t>();
+  r = Submit("bob", TaskZip());
+  const int64_t running = ParseJson(r->body, "submit")["job_id"].get<int64_t>();
+  StopServer();  // both are INIT in the database; the second as if the server had died while running it
+  (void)OpenStore(db_)->UpdateJob(running, JobUpdate{.status = JobStatus::kRun, .started = true});
   StartServer(Options(1, true));
-  EXPECT_EQ(WaitStatus("alice", job, {"COMPLETE", "FAIL"}), "COMPLETE");
+  EXPECT_EQ(WaitStatus("alice", queued, {"COMPLETE", "FAIL"}), "COMPLETE");
+  EXPECT_EQ(WaitStatus("bob", running, {"COMPLETE", "FAIL"}), "COMPLETE");
+  KernelQuery q;
+  q.job_id = running;
+  EXPECT_EQ(OpenStore(db_, {.read_only = true})->CountKernels(q), 1);  // run once, stored once
 }
 
 }  // namespace
