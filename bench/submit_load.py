@@ -15,6 +15,7 @@ the API, queue and pool around the evaluations, not the evaluations.
 import argparse
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -111,6 +112,7 @@ def main():
             errors.append(f"{users[1]} read {users[0]}'s job: HTTP {r.status_code}")
     server.terminate()
     server.wait(timeout=60)
+    shutil.rmtree(work, ignore_errors=True)
     total = sum(len(v) for v in jobs.values())
     want = a.users * a.per_user
     print(f"submissions: {total}/{want} accepted in {t_submitted - t0:.1f} s ({total / max(t_submitted - t0, 1e-9):.1f}/s), "
