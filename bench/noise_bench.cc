@@ -7,9 +7,9 @@
 // Python dispatch of five ops, a real ~1-2 % that a 1 % interval resolves.) The example bias_relu fast.cpp
 // should give a stable ratio (max/min ≤ 1.1); three_temporaries.cpp (the reference's ops in one C++ expression,
 // one more live 16 MB buffer) shows how much a slower candidate moves between runs. Beside each row,
-// "today's" spread: the same
-// evaluations with eval_config.timing.mode = separate (each side timed in its own process, as before paired
-// timing).
+// the baseline of the reference's way of timing ("separate"), kept here since kf no longer offers it: each side
+// timed alone in an evaluation of its own (the candidate with --no-reference, the reference in a reference-only
+// run), the speedup the ratio of the two means.
 //
 // Usage: noise_bench [--runs N] [--budget S] [--separate-runs M] [--only TEXT] [--allocator auto|jemalloc|glibc]
 //                    [--processes K]
@@ -68,7 +68,25 @@ struct Sample {
   std::string status;
 };
 
-Sample EvaluateOnce(const kf::Task& task, const std::string& candidate, const fs::path& work) {
+// The first benchmark's mean time of one side timed alone (an evaluation without the other side), ms; -1 when
+// it has none.
+double AloneMs(const kf::Task& task, const std::string& candidate, const fs::path& work, bool reference) {
+  kf::EvaluateOptions o;
+  o.work_root = work;
+  o.test_candidate = !reference;
+  o.test_reference = reference;
+  kf::Evaluation ev = kf::Evaluate(task, kf::BlockUpdate{kf::BlockUpdateShort{{"EVOLVE", candidate}}}, o);
+  return ev.result.benchmarks.empty() ? -1 : ev.result.benchmarks.front().candidate_mean_ms;
+}
+
+Sample EvaluateOnce(const kf::Task& task, const std::string& candidate, const fs::path& work, bool separate) {
+  if (separate) {  // the reference's way (see the file comment): no interval
+    const double cand = AloneMs(task, candidate, work, false), ref = AloneMs(task, candidate, work, true);
+    Sample s;
+    s.status = "separate";
+    if (cand > 0 && ref > 0) s.speedup = ref / cand;
+    return s;
+  }
   kf::EvaluateOptions o;
   o.work_root = work;
   kf::Evaluation ev = kf::Evaluate(task, kf::BlockUpdate{kf::BlockUpdateShort{{"EVOLVE", candidate}}}, o);
@@ -83,13 +101,12 @@ Sample EvaluateOnce(const kf::Task& task, const std::string& candidate, const fs
   return s;
 }
 
-kf::Task Load(const fs::path& dir, const std::string& mode, double budget, const std::string& allocator,
-              int processes) {
+kf::Task Load(const fs::path& dir, double budget, const std::string& allocator, int processes) {
   kf::TaskCreateOptions co;
   co.kinds = kf::HarnessTaskKinds();
   kf::Task task = kf::Task::Create(dir, co).first;
   kf::Json config = task.config;
-  config["eval_config"]["timing"] = kf::Json{{"mode", mode}, {"budget_s", budget}};
+  config["eval_config"]["timing"] = kf::Json{{"budget_s", budget}};
   if (processes > 0) config["eval_config"]["timing"]["processes"] = processes;
   config["eval_config"]["allocator"] = allocator;
   config["test_timeout"] = 300;
@@ -173,13 +190,14 @@ int main(int argc, char** argv) {
     }
     for (const bool hog : {false, true}) {
       for (const char* mode : {"paired", "separate"}) {
-        const kf::Task task = Load(t.dir, mode, budget, allocator, processes);
+        const kf::Task task = Load(t.dir, budget, allocator, processes);
         Row row{std::string(t.name) + " identical, " + mode + (hog ? ", with hog" : ", quiet"), {}};
         if (row.name.find(only) == std::string::npos) continue;
         std::unique_ptr<Hog> h;
         if (hog) h = std::make_unique<Hog>(static_cast<int>(std::max(1L, cores - 1)));
         const int n = std::string(mode) == "paired" ? runs : separate_runs;
-        for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, identical, work));
+        const bool separate = std::string(mode) == "separate";
+        for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, identical, work, separate));
         h.reset();
         Print(row, true);
         if (std::string(mode) == "paired") {
@@ -196,9 +214,10 @@ int main(int argc, char** argv) {
     for (const char* mode : {"paired", "separate"}) {
       Row row{std::string("bias_relu ") + file + ", " + mode + ", quiet", {}};
       if (row.name.find(only) == std::string::npos) continue;
-      const kf::Task task = Load(examples / "tasks" / "bias_relu", mode, budget, allocator, processes);
+      const kf::Task task = Load(examples / "tasks" / "bias_relu", budget, allocator, processes);
       const int n = std::string(mode) == "paired" ? runs : separate_runs;
-      for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, code, work));
+      const bool separate = std::string(mode) == "separate";
+      for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, code, work, separate));
       Print(row, false);
     }
   }

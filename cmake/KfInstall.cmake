@@ -1,7 +1,10 @@
 # install() rules: `cmake --install build --prefix DIR` gives a kf that runs from any directory, with the
 # source and build trees gone (kf finds everything relative to itself, src/core/resources.cc):
 #   DIR/bin/kf
-#   DIR/share/kernelfoundry/python/kernelfoundry/   task-side Python package, compiled modules included
+#   DIR/share/kernelfoundry/python-task/kernelfoundry/  task side of the Python package (+ _measure), the only
+#                                                     Python directory of a candidate's processes
+#   DIR/share/kernelfoundry/python/kernelfoundry/       host side (+ _contain, eval_pipeline/_core): zygote, PCH
+#                                                     builder, Python API (python/README.md)
 #   DIR/share/kernelfoundry/sdk/{include,src}/      task SDK of native test programs (headers + timing loop)
 #   DIR/share/kernelfoundry/examples/               example tasks and candidates
 #   DIR/share/doc/kernelfoundry/                    README, docs/
@@ -9,28 +12,36 @@
 
 install(TARGETS kf RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 
-# The Python package. When the build tree holds the assembled package (${build}/python/kernelfoundry, the
-# sources plus the compiled modules, made by python/CMakeLists.txt) that is installed; otherwise the source
-# package plus the _measure module. Decided at install time, when the build has run.
-set(kf_py_dest "${KF_INSTALL_DATADIR}/python")
+# The Python package, both sides. When the build tree holds an assembled side (${build}/python-task/kernelfoundry,
+# ${build}/python/kernelfoundry: the sources plus the compiled modules, made by python/CMakeLists.txt) that is
+# installed; otherwise the side's sources (plus _measure for the task side). Decided at install time, when the
+# build has run.
 set(kf_py_measure "")
 if(TARGET _measure)
   set(kf_py_measure "$<TARGET_FILE:_measure>")
 endif()
-install(CODE "
-  set(kf_build_pkg \"${PROJECT_BINARY_DIR}/python/kernelfoundry\")
-  set(kf_dest \"\${CMAKE_INSTALL_PREFIX}/${kf_py_dest}\")
-  if(EXISTS \"\${kf_build_pkg}/__init__.py\")
-    file(INSTALL DESTINATION \"\${kf_dest}\" TYPE DIRECTORY FILES \"\${kf_build_pkg}\"
-         PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE)
-  else()
-    file(INSTALL DESTINATION \"\${kf_dest}\" TYPE DIRECTORY FILES \"${PROJECT_SOURCE_DIR}/python/kernelfoundry\"
-         PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE PATTERN *.so EXCLUDE)
-    if(NOT \"${kf_py_measure}\" STREQUAL \"\")
-      file(INSTALL DESTINATION \"\${kf_dest}/kernelfoundry\" TYPE MODULE FILES \"${kf_py_measure}\")
-    endif()
+foreach(kf_side IN ITEMS "python-task;task" "python;host")
+  list(GET kf_side 0 kf_side_dir)
+  list(GET kf_side 1 kf_side_src)
+  set(kf_side_measure "")
+  if(kf_side_src STREQUAL "task")
+    set(kf_side_measure "${kf_py_measure}")
   endif()
-")
+  install(CODE "
+    set(kf_build_pkg \"${PROJECT_BINARY_DIR}/${kf_side_dir}/kernelfoundry\")
+    set(kf_dest \"\${CMAKE_INSTALL_PREFIX}/${KF_INSTALL_DATADIR}/${kf_side_dir}\")
+    if(EXISTS \"\${kf_build_pkg}/__init__.py\")
+      file(INSTALL DESTINATION \"\${kf_dest}\" TYPE DIRECTORY FILES \"\${kf_build_pkg}\"
+           PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE)
+    else()
+      file(INSTALL DESTINATION \"\${kf_dest}\" TYPE DIRECTORY FILES \"${PROJECT_SOURCE_DIR}/python/${kf_side_src}/kernelfoundry\"
+           PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE PATTERN *.so EXCLUDE)
+      if(NOT \"${kf_side_measure}\" STREQUAL \"\")
+        file(INSTALL DESTINATION \"\${kf_dest}/kernelfoundry\" TYPE MODULE FILES \"${kf_side_measure}\")
+      endif()
+    endif()
+  ")
+endforeach()
 
 # The task SDK: the headers it owns and everything they and its sources include (cmake/KfModules.cmake),
 # and the sources, each under its path below include/ or src/.

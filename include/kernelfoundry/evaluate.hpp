@@ -132,8 +132,8 @@ struct VariantRun {
   double correctness_s = 0, performance_s = 0; ///< wall seconds of each run (0 when not run)
   double profile_s = 0;                        ///< wall seconds of the profiler passes (0 when none ran)
   /// The candidate's paired timing against the reference (PhaseRun::timing, with the conditions of the run:
-  /// threads, allocator settings, load before/after); null when the variant was timed alone.
-  Json timing = nullptr;
+  /// threads, allocator settings, load before/after); nullopt when the variant was timed alone.
+  std::optional<PairedTiming> timing;
 };
 
 /// What the build stage did. nullopt = that target was not built (no build step, or not wanted).
@@ -149,6 +149,14 @@ struct BuildPlan {
   bool reference = false;   ///< run the `build_reference` hook
   std::string arch_list;    ///< passed to the hooks (the normalised comma list, e.g. "cpu" or "lnl,bmg")
 };
+
+/// The one rule for which builds run (Evaluate and the farm's build_custom_task body): the candidate's `build`
+/// when the task has a build step and the candidate is tested, or the reference is and `kind` runs the
+/// reference on the candidate's build (HarnessDescriptor::reference_uses_candidate_build, native tasks); the
+/// `build_reference` hook when the task has a reference build step and the reference is tested. `arch_list`
+/// is passed to the hooks as it is.
+BuildPlan PlanBuilds(const Task& task, const HarnessDescriptor& kind, bool test_candidate, bool test_reference,
+                     std::string arch_list);
 
 /// Builds the wanted targets in parallel (each holding the host shared, DeviceSlots::ForBuild) and stores
 /// task.build_result / build_result_reference (with worker_info). Throws kf::Error only when the task

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "kernelfoundry/json.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 #include "kernelfoundry/process.hpp"
 #include "kernelfoundry/results.hpp"
 #include "kernelfoundry/task.hpp"
@@ -159,10 +160,9 @@ struct PhaseRun {
   /// verdict; nullopt otherwise.
   std::optional<ProcessResult> reference_result;
   std::optional<Classification> reference_verdict;
-  /// A paired performance run: {"paired": {benchmark: record}, "conditions": {…}} as the test run reported it
-  /// (records: speedup, ci, rounds, status, detail, per-round samples; see kernelfoundry/paired.py); null
-  /// otherwise. Benchmarks the run could not pair have "paired": false.
-  Json timing = nullptr;
+  /// A paired performance run: its timing records and conditions as the test run reported them
+  /// (kernelfoundry/paired_record.hpp); nullopt otherwise. Benchmarks the run could not pair have paired = false.
+  std::optional<PairedTiming> timing;
 };
 
 /// The interface every harness implements. Stateless; thread-safe.

@@ -107,8 +107,9 @@ class MemoryFileMap {
   // ---- writing out ----
   /// Writes every file under out_dir (created with parents), restoring mode and mtime; existing files are
   /// overwritten (overlay). Checks every path (no absolute, no "..", no existing symlink on the way) and
-  /// the limits BEFORE writing anything. Each file is written to a temp name and renamed.
-  /// Throws kUnsafe / kLimit / kIO.
+  /// the limits BEFORE writing anything. A new out_dir appears whole or not at all (written under a staging
+  /// name beside it, then renamed; removed on failure); in an existing one each file is written to a temp name
+  /// and renamed. Throws kUnsafe / kLimit / kIO (the first failing file in map order).
   void ToDisk(const std::filesystem::path& out_dir, const FileMapLimits& limits = {}) const;
   /// Serialises as an archive (default tar.gz, like the reference's to_tarball("w:gz")). Per member: name =
   /// normalised key, mode = meta mode or 0644, mtime = whole seconds of meta mtime or now, uid/gid 0. Tar is

@@ -18,28 +18,19 @@
 //  * Warm-up: rounds are run unrecorded until both sides' per-call medians over the last warmup_window rounds
 //    moved by ≤ warmup_tolerance against the window before (steady allocator and caches), or the warm-up
 //    budget ran out.
-//  * Measurement: rounds until the 95 % CI of the median ratio has a half-width ≤ target_rel_half_width ×
-//    median (and at least min_rounds rounds; with layouts, 4 per layout and checked at the end of a block), or
-//    the time budget ran out (target_reached = false: the caller reports the result as noisy), or `check`
-//    reported a problem.
+//  * Measurement: rounds until the 95 % CI of the median ratio reaches the target (ReachesTarget: half-width ≤
+//    target_rel_half_width × median after at least min_rounds rounds), or the time budget ran out (the verdict
+//    is then noisy, paired_record.hpp), or `check` reported a problem.
 //  * `check(round)` is called after both sides ran in a checked round (the first three measured rounds, then a
 //    check_fraction share drawn at random), outside every window: it compares outputs and inputs. A returned
 //    problem ends the measurement with that problem.
 //  * Times are per call, milliseconds. Ratios are reference / candidate (> 1: the candidate is faster).
 //  * Statistics: the median's distribution-free confidence interval from order statistics (MedianWithCI).
-//  * Layouts: a process's memory and code layout shifts its speed by a few per cent for the life of the process
-//    (measured on bias_relu/softmax executors: one pair of processes scored 1.02–1.04 over four measurements, the
-//    next 0.98–0.99; pinning both to one CPU changed nothing). A side that runs in other processes (executors)
-//    can rotate over `layouts` of them: round r uses layout (r / layout_block) mod layouts (the prepare callbacks
-//    switch to it; a block of rounds per visit keeps a layout's buffers warm after its first round),
-//    so the speedup averages over that many layouts, and the interval also covers the spread between them: the
-//    union of the order-statistic interval, a two-level bootstrap over layouts and the rounds within them, and a
-//    t interval over the layouts' medians (GroupedMedianCI). Randomising layout so that it becomes part of the
-//    sampled variance follows Curtsinger & Berger, "Stabilizer" (ASPLOS 2013); the design with repetitions at
-//    the process level follows Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time" (ISMM 2013). Callers
-//    opt in (layouts = 1 by default): on a 2-core machine more layouts made the interval honest but wide (±3–5
-//    %), see README. Pairs in one process are repeated in several processes by the pipeline instead
-//    (pipeline/paired_processes.hpp, eval_config.timing.processes).
+//  * A process's memory and code layout shifts its speed by a few per cent for its whole life; the pipeline
+//    repeats the measurement in several processes and builds the interval at the process level
+//    (pipeline/paired_processes.hpp, eval_config.timing.processes, GroupedMedianCI).
+//  * The quiet wait is one rule for every side (WaitQuiet): this process's other threads here, an executor
+//    process in kernelfoundry.executor (through kernelfoundry._measure) and in the SDK's remote.hpp.
 //  * Exceptions of the callbacks propagate. Not thread-safe per call; concurrent calls are independent (and
 //    interfere: callers serialise timed phases per device, device_slots.hpp).
 #pragma once
@@ -67,10 +58,10 @@ struct PairedOptions {
   double min_sample_s = 2e-4;           ///< calls are batched so that one timed sample lasts at least this
   double quiesce_max_s = 0.05;          ///< longest wait for other threads to go idle after a side's calls
   double check_fraction = 0.2;          ///< share of measured rounds checked (besides the first three)
-  uint64_t seed = 1;                    ///< round order, checked rounds, batch sizes, bootstrap draws
-  int64_t layouts = 1;                  ///< process layouts the sides rotate through (see the file comment)
-  int64_t layout_block = 1;             ///< consecutive rounds on one layout before the next takes over
-  int64_t bootstrap_resamples = 2000;   ///< resamples of the two-level bootstrap (layouts > 1)
+  uint64_t seed = 1;                    ///< round order, checked rounds, batch sizes
+  // The verdict (JudgePaired, paired_record.hpp); the loop itself does not read them.
+  double after_return_cpu_ratio = 0.25;  ///< after-return CPU beyond the reference's, vs the candidate's windows
+  double suspicious_speedup = 10.0;     ///< speedups above this are measured again and must hold
 
   /// Throws kf::Error(kInvalidArgument, "PairedOptions", field) unless the values are finite and in range.
   void Validate() const;
@@ -107,7 +98,7 @@ struct MedianCI {
 MedianCI MedianWithCI(std::vector<double> values, double confidence = 0.95);
 
 /// The median of the pooled `values` and its percentile confidence interval from a two-level bootstrap over
-/// the groups they came from (`groups[i]` is the group of values[i]; e.g. the process layout of a round): each
+/// the groups they came from (`groups[i]` is the group of values[i]; e.g. the process of a round): each
 /// of `resamples` draws picks as many groups as there are, with replacement, then within each picked group as
 /// many of its values as it holds, with replacement, and takes the median of the pooled draw (Davison &
 /// Hinkley, Bootstrap Methods and their Application, 1997, §3.8, hierarchical data, resampling at both
@@ -117,23 +108,19 @@ MedianCI MedianWithCI(std::vector<double> values, double confidence = 0.95);
 MedianCI HierarchicalMedianCI(const std::vector<double>& values, const std::vector<int64_t>& groups,
                               int64_t resamples, uint64_t seed, double confidence = 0.95);
 
-/// The interval for a median of values that came from a few groups (processes, process layouts) whose own
+/// The interval for a median of values that came from a few groups (processes) whose own
 /// offsets vary: the union of MedianWithCI of the pooled values, HierarchicalMedianCI, and Student's t
 /// interval of the mean of the groups' log-medians (exp(m ± t(0.975, g − 1) · s / √g), g groups). With few
 /// groups the bootstrap's percentile interval is too narrow (3 groups whose offsets all fall on one side of
 /// the truth, probability 1/4, give an interval that misses it); the t interval is the standard remedy for a
 /// random effect measured g times (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013,
-/// §3: the confidence interval is built at the highest level of repetition that varies). `median` is the
-/// pooled median. One group: MedianWithCI. Throws like HierarchicalMedianCI; values must be > 0.
+/// §3: the confidence interval is built at the highest level of repetition that varies). The bootstrap is kept
+/// because it is measurably the binding bound (bench/interval_bench: in 29 % of simulated merges, 66 % with 9
+/// groups, widening by 0.06 % on average, 2.8 % at most, and raising coverage at 9 groups from 95.5 % to
+/// 96.8 %); it costs ~50 ms for 9 × 200 values. `median` is the pooled median. One group: MedianWithCI. Throws
+/// like HierarchicalMedianCI; values must be > 0.
 MedianCI GroupedMedianCI(const std::vector<double>& values, const std::vector<int64_t>& groups,
                          int64_t resamples, uint64_t seed);
-
-/// Whether GroupedMedianCI(values, groups, resamples, seed) has a relative half-width ((high − low) / 2 /
-/// median) of at most `rel_half_width`, without its bootstrap when the cheap parts (the pooled order-statistic
-/// and the t interval) are already wider: the union can only be wider still. For loops that ask after every
-/// process whether to run another (pipeline/paired_processes.hpp). Throws like GroupedMedianCI.
-bool GroupedMedianCIWithin(const std::vector<double>& values, const std::vector<int64_t>& groups, int64_t resamples,
-                           uint64_t seed, double rel_half_width);
 
 /// Student's t quantile t(0.975, df) for df ≥ 1 (exact table to 30, then the Cornish–Fisher expansion
 /// z + (z³ + z) / (4 df), error < 0.002). Throws kf::Error(kInvalidArgument) for df < 1.
@@ -144,9 +131,7 @@ struct PairedResult {
   std::vector<double> candidate_ms;  ///< per-call ms of each measured round
   std::vector<double> reference_ms;
   std::vector<double> ratios;        ///< reference_ms[i] / candidate_ms[i]
-  std::vector<int64_t> layout_of;    ///< the layout of each measured round ((round / layout_block) mod layouts)
-  std::vector<double> layout_medians;  ///< median ratio per layout (one entry when layouts = 1)
-  MedianCI speedup;                  ///< median ratio and its 95 % CI (with layouts > 1: see the file comment)
+  MedianCI speedup;                  ///< median ratio and its 95 % CI (MedianWithCI)
   double rel_half_width = 0;         ///< (high − low) / 2 / median
   bool target_reached = false;
   int64_t warmup_rounds = 0;
@@ -162,6 +147,29 @@ struct PairedResult {
   std::string stop;                  ///< "target", "budget", "max_rounds" or "check"
   std::optional<std::string> problem;  ///< what the failed check said
 };
+
+/// Whether `ci` (a speedup's interval after `rounds` measured rounds) is precise enough for `options`: at least
+/// min_rounds rounds and a half-width (high − low) / 2 ≤ target_rel_half_width × median. The loop stops there;
+/// short of it the verdict is noisy (JudgePaired).
+bool ReachesTarget(const MedianCI& ci, int64_t rounds, const PairedOptions& options);
+
+/// The quiet wait (one rule for every side that waits for work left running after a call returned): every
+/// 200 µs, reads `cpu_s()` (CPU seconds used so far by what is watched); done when it grew by less than 50 µs
+/// and `runnable()` (its threads running or waiting for a CPU) was 0 in two slices in a row — a thread just
+/// started may still wait for a CPU or a lock (the GIL) in the first slice —, or after `max_s`. Returns the last
+/// `cpu_s()` reading (the first one when max_s ≤ 0: no wait).
+double WaitQuiet(const std::function<double()>& cpu_s, const std::function<int()>& runnable, double max_s);
+
+/// CPU seconds used so far by all threads of process `pid` (its kernel CPU clock, clock_getcpuclockid); 0 once it
+/// is gone.
+double ProcessCpuSeconds(int pid);
+
+/// How many threads of process `pid` other than thread `except_tid` (0: none) are running or waiting for a CPU
+/// (state R in /proc/<pid>/task/<tid>/stat; 0 when the process is gone).
+int RunnableThreads(int pid, int except_tid = 0);
+
+/// WaitQuiet over every thread of process `pid` (an executor): returns its CPU seconds at the end of the wait.
+double WaitProcessQuiet(int pid, double max_s);
 
 /// Runs the paired measurement (see the file comment). Throws kf::Error(kInvalidArgument) for invalid
 /// options or an empty `call`; rethrows what the callbacks throw.

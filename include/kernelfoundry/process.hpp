@@ -232,13 +232,17 @@ struct ProcessRun {
 /// argv and kf::Error(kIO) when the runner's own pipes/fork fail.
 ProcessRun RunProcess(const ProcessOptions& options);
 
-/// The child-side sandbox RunProcess would apply for `options` (filesystem_isolation, sandbox), as data for a
-/// process that contains itself the same way (a warm-started test worker forked by kf's zygote):
-/// {"landlock": null | {"abi", "handled_fs", "scoped", "file_rights", "rules": [[path, access], …]},
-///  "drop_privileges": bool (a sandbox was asked for), "user": null | {"uid", "gid", "groups", "name"} (the
-///  identity to take), "seccomp": null | base64 of the filter (struct sock_filter[], this machine's byte order)}. null parts: not requested or not available here. Throws
-/// kf::Error(kInvalidArgument) for more paths than a plan holds.
-Json ChildSandboxPlan(const ProcessOptions& options);
+/// The child-side containment a run asks for (`options.filesystem_isolation` and `options.sandbox`) as data, for a
+/// process that contains itself like the run's child (a warm-started test worker forked by kf's zygote, which
+/// takes it through the binding kernelfoundry._contain; the Landlock rules and the seccomp program are made there by
+/// the code RunProcess uses): {"filesystem_isolation": null | {"writable_paths": [...], "readable_paths": null |
+/// [...], "required": bool}, "sandbox": null | {"user": null | {"uid", "gid", "groups", "name"},
+/// "allow_perf_events": bool, "required": bool}}. Never throws.
+Json ChildContainmentRequest(const ProcessOptions& options);
+
+/// The inverse of ChildContainmentRequest: sets `options->filesystem_isolation` and `options->sandbox` (a missing
+/// or null part resets it). Throws kf::Error(kInvalidArgument, naming the field) for a malformed request.
+void ParseChildContainmentRequest(const Json& request, ProcessOptions* options);
 
 /// For a termination handler (kf stopped by SIGINT/SIGTERM): SIGKILLs the tree of every RunProcess in
 /// flight, waits up to `wait` until those trees are gone, and from then on parks every thread that calls

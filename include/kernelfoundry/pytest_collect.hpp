@@ -6,7 +6,7 @@
 // @pytest.mark.performance are the profile tests, all others the correctness tests (collection order kept):
 // both lists come from ONE collection (the reference collects twice).
 // Speed: the collector defers heavy imports (torch, numpy, …) until collection really uses them, and
-// compiles the task's own modules with postponed annotations (python/kernelfoundry/lazy_imports.py), so a
+// compiles the task's own modules with postponed annotations (python/task/kernelfoundry/lazy_imports.py), so a
 // task.py that imports torch only for its test bodies is collected without loading torch (~0.3 s instead
 // of 1.5–6 s). When such a collection reports a failure, the task is collected again with plain imports
 // (PytestCollectOptions::eager) and that run's answer stands, so error texts are those of a normal import.

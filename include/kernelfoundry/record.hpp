@@ -1,7 +1,8 @@
 // Record — what every front end (kf run, kf validate --run, a farm worker, kf serve, the Python bindings) does
-// around Evaluate: load a task for a run (create, validate, merge overrides.yml — reference spec §1.5), record
-// the run in a Store (the job lifecycle and the tasks / kernels / job_logs rows — spec §5.5–§5.6), stop an
-// evaluation whose job was CANCELED, build the evaluation JSON document, and report progress and the verdict
+// around Evaluate; the one module that writes rows (jobs, tasks, kernels, job_logs). It loads a task for a run
+// (create, validate, merge overrides.yml — reference spec §1.5), records the run in a Store (the job lifecycle
+// and the tasks / kernels / job_logs rows — spec §5.5–§5.6) and a farm worker's jobs, stops an
+// evaluation whose job was CANCELED, builds the evaluation JSON document, and reports progress and the verdict
 // through one reporter interface (Google Benchmark's BenchmarkReporter is the model: the runner produces
 // values, reporters present them; the CLI's console and JSON output are two reporters).
 //
@@ -19,6 +20,8 @@
 //    prompt, answer, language_model, agent_session_id, db_user) are written when given (Lineage).
 //  * job_logs rows are written as the reference's Evaluator writes them (RawProcessLog): level RAW, message =
 //    the log's name ("build", "test_custom_correctness", …), the output text in extra["log"].
+//  * No other module writes rows: a farm worker hands each finished job to RecordWorkerJob, and every front
+//    end reaches the verdict cache through this module too (verdict_cache.hpp, EvaluateWithVerdictCache).
 //
 // Thread safety: all functions may be called concurrently (on different Store objects, or on one Store,
 // which serialises internally). EvaluationReporter hooks ReportPhase and ReportOutputLine are called from
@@ -142,6 +145,48 @@ std::vector<JobLog> ProcessLogs(const Evaluation& ev, int64_t job_id, const std:
 
 /// True when the verdict counts as correct (perf_score 5 and correctness): kf run's exit code 0.
 bool IsCorrectVerdict(const EvalResult& r);
+
+// ------------------------------------------------------------------------------------------ farm worker jobs
+
+/// Which Celery task body a farm worker ran (it decides the job's tasks row and RAW logs).
+enum class WorkerBody {
+  kBuild,  ///< build_custom_task(encoded_task)
+  kTest,   ///< test_custom_task(encoded_task)
+  kOther,  ///< any other task (test_sleep, an unregistered name answered with a failure)
+};
+
+/// How a farm worker's job ended, as it replied to the client.
+enum class WorkerJobStatus { kSuccess, kFailure, kRevoked };
+
+/// Celery's state name of `status` ("SUCCESS", "FAILURE", "REVOKED"), as replied and stored in job_logs.
+std::string_view WorkerJobStatusName(WorkerJobStatus status);
+
+/// Everything a farm worker knows about one finished job, for its store (RecordWorkerJob).
+struct WorkerJob {
+  WorkerBody body = WorkerBody::kOther;
+  std::string task{};        ///< the Celery task name as received
+  std::string task_short{};  ///< its short name for the summary line ("build_custom_task")
+  std::string celery_id{};   ///< the Celery task id
+  Json args = nullptr;       ///< the message's args; args[0] is the encoded Task of a build or test body
+  std::string node{};        ///< the worker's node name ("kf@host")
+  std::string queue{};       ///< the queue the message came from
+  int delivery = 1;          ///< which delivery of the message this was (1 = first)
+  WorkerJobStatus status = WorkerJobStatus::kFailure;
+  Json result = nullptr;     ///< kSuccess: the body's value; otherwise Celery's exception dict
+  double seconds = 0;        ///< wall seconds of the job
+  /// The verdict cache entry a test body's value came from ({key, created_at}; verdict_cache.hpp), or null
+  /// for a value computed by this job.
+  Json cached = nullptr;
+};
+
+/// Records a farm worker's job in `store` (reference spec §5.6 tables): a jobs row (task_origin from the
+/// encoded task's config, else "custom", or "celery" without a task; RUN, then COMPLETE for kSuccess, else
+/// FAIL), the tasks row when args[0] decodes as a Task with a task_name, and job_logs rows: an INFO (ERROR
+/// unless kSuccess) summary "celery <short> <id> on <node> from <queue> (delivery N): <STATUS> in S s[ - …]"
+/// with the Celery facts in extra, then for a successful build or test body one RAW row per process result
+/// (RawProcessLog, named as the reference names them). Never throws: a store error is returned as text
+/// ("" = stored).
+std::string RecordWorkerJob(Store& store, const WorkerJob& job);
 
 // ------------------------------------------------------------------------------------------ recording
 

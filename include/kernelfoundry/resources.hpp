@@ -1,19 +1,26 @@
 // Resources — where kf finds, at run time, what it needs besides its own binary.
 //
-// Three resources: the task-side Python package `kernelfoundry` (prepended to the PYTHONPATH of every
-// pytest task run and of test collection), the task SDK of native test programs (headers to add with -I and
-// the timing-loop sources to compile in), and the task Python interpreter. Nothing else is looked up: no
-// source or build path is used anywhere else at run time.
+// Four resources: the two directories of the Python package `kernelfoundry`, split by trust (python/README.md) —
+// the task side (prepended to the PYTHONPATH of every task run, build child and test collection: the only
+// Python directory candidate code sees) and the host side (the warm-start zygote, the precompiled-header
+// builder, the Python API; never on a candidate's path) —, the task SDK of native test programs (headers to add
+// with -I and the timing-loop sources to compile in), and the task Python interpreter. Nothing else is looked
+// up: no source or build path is used anywhere else at run time.
 //
 // Contract (an Env in miniature; the same order for every directory resource):
-//  1. Its environment variable (KF_PYTHON_DIR, KF_SDK_DIR). When set, it must point at a valid directory;
-//     a wrong one is an error, never silently skipped.
+//  1. Its environment variable (KF_PYTHON_DIR, KF_PYTHON_HOST_DIR, KF_SDK_DIR). When set, it must point at a
+//     valid directory; a wrong one is an error, never silently skipped.
 //  2. The install prefix of the running executable (/proc/self/exe): `<prefix>/bin/kf` looks in
-//     `<prefix>/share/kernelfoundry/{python,sdk}` (what `cmake --install` writes).
-//  3. Only for a program running from inside the build tree it was built in (build/kf, the test binaries):
-//     the build tree (`<build>/python`, the package assembled with its compiled modules), then the source
-//     tree (`python/`; the SDK as `include/` + `src/`). An installed or copied kf never looks there.
-// A directory counts only when it holds the resource's marker file (kernelfoundry/__init__.py;
+//     `<prefix>/share/kernelfoundry/{python-task,python,sdk}` (what `cmake --install` writes); for the Python
+//     API's compiled module installed in `<prefix>/share/kernelfoundry/python/kernelfoundry/` and loaded by an
+//     interpreter elsewhere, also that module's `<prefix>/share/kernelfoundry/...`.
+//  3. Only for a program running from inside the build tree it was built in (build/kf, the test binaries, the
+//     Python API's compiled module): the build tree (`<build>/python-task`, `<build>/python`: the package
+//     assembled with its compiled modules), then the source tree (`python/task`; the SDK as `include/` + `src/`;
+//     the host side has no source-tree fallback: it needs its compiled modules). An installed or copied kf
+//     never looks there.
+// A directory counts only when it holds the resource's marker file (task side: kernelfoundry/__init__.py and no
+// host-side module kernelfoundry/zygote.py; host side: kernelfoundry/zygote.py; the SDK:
 // include/kernelfoundry/sdk/task_sdk.hpp and every SDK source). When nothing is found the error names every
 // place looked at and the variable to set.
 // The interpreter is $KF_PYTHON, else /usr/bin/python3 (Debian's, which sees the Debian Python packages).
@@ -31,13 +38,21 @@ namespace kf {
 /// A directory resource and where it was found.
 struct ResourceDir {
   std::filesystem::path path;  ///< absolute directory
-  std::string origin;          ///< "KF_PYTHON_DIR" / "KF_SDK_DIR", "install prefix", "build tree", "source tree"
+  std::string origin;          ///< "KF_PYTHON_DIR" / "KF_PYTHON_HOST_DIR" / "KF_SDK_DIR", "install prefix",
+                               ///< "build tree", "source tree"
 };
 
-/// The directory holding the task-side `kernelfoundry` package (the directory to put on PYTHONPATH).
-/// Throws kf::Error(kNotFound, field = "KF_PYTHON_DIR") naming what was looked for and where when no
-/// candidate holds kernelfoundry/__init__.py (or when $KF_PYTHON_DIR is set and does not).
+/// The directory holding the task side of the `kernelfoundry` package (the directory to put on a task run's
+/// PYTHONPATH). Throws kf::Error(kNotFound, field = "KF_PYTHON_DIR") naming what was looked for and where when no
+/// candidate holds kernelfoundry/__init__.py without kernelfoundry/zygote.py (or when $KF_PYTHON_DIR is set and
+/// does not: pointing it at the host side is an error that says so).
 ResourceDir TaskPythonDir();
+
+/// The directory holding the host side of the `kernelfoundry` package (the zygote, the PCH builder, the Python
+/// API; what host programs put on PYTHONPATH). Never put on a candidate's path. Throws kf::Error(kNotFound,
+/// field = "KF_PYTHON_HOST_DIR") naming what was looked for and where when no candidate holds
+/// kernelfoundry/zygote.py (or when $KF_PYTHON_HOST_DIR is set and does not).
+ResourceDir HostPythonDir();
 
 /// The task SDK of native test programs.
 struct TaskSdk {

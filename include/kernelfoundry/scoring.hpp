@@ -26,6 +26,7 @@
 
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/measure.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 #include "kernelfoundry/results.hpp"
 #include "kernelfoundry/verdict.hpp"
 
@@ -111,7 +112,7 @@ struct ConvertOptions {
   /// The paired timing of the candidate against the reference (VariantRun::timing): where a benchmark has a
   /// paired record, its speedup is the record's median per-round ratio (with its confidence interval) instead
   /// of the ratio of the two sides' means.
-  Json timing = nullptr;
+  std::optional<PairedTiming> timing;
   size_t log_cap_chars = 16000;    ///< cap of each pytest log excerpt
 };
 

@@ -24,6 +24,33 @@
 //                                      task, eval_log and the job_logs rows of the kernel (see KernelDetail).
 //    limit (of jobs and kernels) defaults to 50 and must be 1..1000; offset >= 0. A malformed parameter answers 400 with
 //    {"error": message, "parameter": name}; an unknown kernel or path 404 {"error"}; a store failure 500.
+//      /api/lineage?uuid=              KernelLineage (ancestors, children) of one kernel
+//      /api/graph?task=&limit=         TaskGraph: the task's kernels as parent -> child nodes and edges
+//  * The submission API (ServeOptions::submit, `kf serve --submit`; the reference server's endpoints, used
+//    unchanged by the reference's MCP server in server mode). Every /api/ request then needs
+//    "Authorization: Bearer <token>" (kf token add; 401 without a valid one); an admin token sees everything,
+//    a user's token only their own jobs and kernels (another user's job or kernel answers 404 as if it did not
+//    exist; /api/tasks, /api/jobs, /api/history, /api/graph answer 403):
+//      POST /api/validate_job          multipart: file (zip/tar archive of a task package), idsid (must be the
+//                                      token's user unless admin), optional parent_uuid, trial, version,
+//                                      prompt, answer, language_model, agent_session_id -> {"job_id", "status"}
+//      GET  /api/job/<id>              {"id", "job_id", "status" (INIT/RUN/COMPLETE/FAIL/CANCELED/…), "progress",
+//                                      "created_at", "started_at", "finished_at", "user", "task_id"}
+//      POST /api/job/<id>/cancel       marks the job CANCELED; a running evaluation is killed -> {"job_id", "status"}
+//      GET  /api/kernels_by_job?job_id={"job_id", "kernels": [{"id", "uuid", "parent_uuid", "status",
+//                                      "kf_status", "score", "runtime", "speedup", "trial", "version",
+//                                      "timestamp", "output_code", "runtime_stats"}]}
+//      GET  /api/kernels/<id>/eval_log KernelEvalLog with the job's VerdictExtras folded in: {"id", "eval_log",
+//                                      "runtime_stats", "speedup" (number or "N/A"), "speedup_ci", "status",
+//                                      "benchmarks", "cached", …}
+//      GET  /api/jobs/logs?job_id=     {"job_id", "logs": [{"id", "level", "message", "timestamp",
+//                                      "kernel_uuid", "raw_log"}]}
+//      GET  /api/whoami                {"user", "admin"}
+//    Limits (SubmitLimits): 413 for an archive too large, 429 (with Retry-After) beyond the request rate or
+//    the number of active jobs. A hostile archive (traversal, links, devices, bombs: kf's archive checks)
+//    answers 400, an invalid task 400 listing the problems; nothing is stored for either. Accepted jobs run
+//    on a local pool (or the farm) through kf::RecordRun: a job survives a restart of the server (jobs still
+//    INIT or RUN are run again at the next start).
 //  * Every candidate-controlled string (code, logs, names) leaves the server only inside JSON strings; the
 //    page inserts them with textContent, and every response carries a Content-Security-Policy that allows
 //    scripts only from the server itself.
@@ -32,13 +59,18 @@
 // be called from any thread (e.g. a signal-watching one).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/json.hpp"
+#include "kernelfoundry/record.hpp"
 #include "kernelfoundry/store.hpp"
 
 namespace kf {
@@ -77,10 +109,85 @@ ApiResponse HandleApiRequest(Store& store, std::string_view path, const std::mul
 /// from the store.
 std::optional<Json> KernelDetail(Store& store, int64_t id);
 
+// ------------------------------------------------------------------------------ lineage (lineage_api.cc)
+
+/// One kernel as a node of a lineage graph: {"id", "uuid", "parent_uuid", "task_name", "job_id", "status"
+/// (ours, kf_status), "reference_status", "score", "speedup" (null when not measured), "trial", "version",
+/// "timestamp", "db_user", "language_model"}.
+Json LineageNode(const Json& kernel_row);
+
+/// The ancestry of kernel `uuid`: {"kernel": node, "ancestors": [nodes, the root first, the parent last],
+/// "children": [nodes whose parent_uuid is uuid], "missing_parent": uuid of an ancestor's parent that is not
+/// stored (or null)}. Walks at most `max_depth` parents; a cycle ends the walk. nullopt for an unknown uuid.
+std::optional<Json> KernelLineage(Store& store, const std::string& uuid, int max_depth = 1000);
+
+/// The generation graph of a task: {"task", "nodes": [LineageNode…] (the newest `limit` kernels, oldest
+/// first), "edges": [{"parent": id, "child": id}] between those nodes, "truncated": bool}.
+Json TaskGraph(Store& store, const std::string& task, int64_t limit);
+
+// ------------------------------------------------------------------ submission API (submit_api.cc)
+
+/// Per-user limits of the submission API (kf serve --submit). A request beyond a limit is answered 413 (an
+/// archive too large) or 429 (too many requests, too many jobs), with nothing stored.
+struct SubmitLimits {
+  int64_t max_archive_bytes = 32 << 20;  ///< size of one uploaded archive
+  int max_active_jobs = 20;              ///< queued + running jobs of one user
+  int max_running_jobs = 2;              ///< running jobs of one user (more wait in the queue)
+  int requests_per_minute = 600;         ///< authenticated API requests of one user (token bucket)
+  int max_queued_total = 1000;           ///< queued + running jobs of all users
+};
+
+/// How a job is evaluated and recorded into its existing job (record.job_id is set): the contract of
+/// kf::EvaluateAndRecord (the default). kf serve and kf mcp pass kf run's verdict-cached variant.
+using RecordJobFn = std::function<RecordedRun(Store& store, const Task& task, const std::optional<BlockUpdate>& candidate,
+                                              const EvaluateOptions& options, const RecordOptions& record,
+                                              Evaluation* out)>;
+
+/// A new bearer token: "kf_" + 64 hex digits of 32 random bytes (OpenSSL RAND_bytes). Shown once; only its
+/// ApiTokenHash is stored. Throws kf::Error(kIO) when no random bytes are available.
+std::string NewApiToken();
+/// The stored form of a token: its SHA-256 as 64 lower-case hex digits.
+std::string ApiTokenHash(std::string_view token);
+
+/// Options of the submission API.
+struct SubmitOptions {
+  SubmitLimits limits;
+  /// Jobs evaluated at once by the local pool (>= 1). Builds and correctness runs overlap; every timed phase
+  /// holds its device alone (device_slots.hpp), as in kf run's batch mode.
+  int workers = 2;
+  /// Options of every evaluation: evaluate.runner set = the jobs' stages run on the farm (kf::QueueStageRunner).
+  EvaluateOptions evaluate;
+  RecordJobFn record;  ///< empty = kf::EvaluateAndRecord
+  /// How often a running job's CANCELED status is looked for (RecordOptions::cancel_poll).
+  std::chrono::milliseconds cancel_poll{500};
+  /// Start the pool (false: jobs are queued but not run; tests of the queue and of restarts).
+  bool run_jobs = true;
+};
+
+/// The outcome of one stored evaluation as the reference's /api/kernels/<id>/eval_log gives it, plus ours:
+/// {"id", "uuid", "parent_uuid", "job_id", "eval_log", "runtime_stats" ({} when none), "speedup" (a number, or
+/// "N/A" when not measured), "speedup_ci" ([low, high] of the one benchmark's paired interval, else null),
+/// "status" (ours, kf_status), "reference_status", "score", "benchmarks" (as KernelDetail's), "output_code"}.
+/// nullopt for an unknown id. Throws kf::Error from the store.
+std::optional<Json> KernelEvalLog(Store& store, int64_t id);
+
+/// What an evaluation knows that its kernels row does not keep (the paired intervals per benchmark, whether the
+/// verdict came from the verdict cache): {"kernel_uuid", "benchmarks": EvalResult::ToJson's rows, "cached"}.
+Json VerdictExtras(const Evaluation& ev, const std::string& kernel_uuid);
+
+/// Folds VerdictExtras into a KernelEvalLog document of the same kernel: "speedup_ci" (of the one benchmark),
+/// each benchmark's "speedup_ci" and "paired", and "cached". Nothing changes when `extras` is not an object or
+/// belongs to another kernel.
+void MergeVerdictExtras(Json& eval_log, const Json& extras);
+
 /// Options of Server.
 struct ServeOptions {
   std::string host = "127.0.0.1";  ///< address to bind; "0.0.0.0" exposes the results to the network
   int port = 8080;                 ///< TCP port; 0 = any free port (see Server::port())
+  /// Set: the submission API (file comment of submit_api.hpp) is on; the store must be opened read-write.
+  std::optional<SubmitOptions> submit{};
+  /// TLS: PEM certificate chain and private key files; both set = HTTPS (cpp-httplib over OpenSSL).
+  std::string tls_cert{}, tls_key{};
 };
 
 /// The HTTP server of `kf serve`: the API above plus the embedded page at "/".

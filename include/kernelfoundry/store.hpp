@@ -111,6 +111,9 @@ struct KernelQuery {
   std::optional<int64_t> job_id{};
   std::optional<std::string> status{};     ///< kernels.status, the reference's status (correct/compiled/error)
   std::optional<std::string> kf_status{};  ///< kernels.kf_status, our status (file comment), e.g. "value_mismatch"
+  std::optional<std::string> uuid{};         ///< kernels.uuid (lineage: one kernel by its uuid)
+  std::optional<std::string> parent_uuid{};  ///< kernels.parent_uuid (lineage: the children of a kernel)
+  std::optional<std::string> db_user{};      ///< kernels.db_user (who stored it; kf serve --submit's users)
   /// Only the newest N rows (by id), returned oldest first; 0 = all. Cannot be combined with limit/offset.
   int64_t last_n = 0;
   int64_t limit = 0;   ///< page size; 0 = no limit
@@ -218,6 +221,32 @@ std::string DefaultStoreUrl();
 /// are kept); any other value unchanged. Use it wherever a store URL is printed or logged.
 std::string RedactStoreUrl(std::string_view url);
 
+/// One bearer token of kf serve's submission API (table kf_api_tokens), without its hash.
+struct ApiToken {
+  int64_t id = 0;
+  std::string user;                        ///< the user the token authenticates (kernels.db_user of their jobs)
+  bool admin = false;                      ///< sees every job, not only the user's own
+  std::string created_at;                  ///< UTC text
+  std::optional<std::string> revoked_at{}; ///< UTC text; set = the token no longer authenticates
+
+  /// {"id", "user", "admin", "created_at", "revoked_at" (null when active)}.
+  Json ToJson() const;
+};
+
+/// One job submitted through kf serve's API (table kf_submissions; its id is the jobs.id): enough to run it
+/// after a restart of the server.
+struct Submission {
+  int64_t job_id = 0;
+  std::string user;               ///< who submitted it (from the token)
+  std::string task;               ///< the validated task, encoded (Task::EncodeToString); "" when not read
+  Json lineage = Json::object();  ///< kf::LineageToJson of the lineage given with it
+  int64_t archive_bytes = 0;      ///< size of the uploaded archive
+  std::string created_at;         ///< UTC text
+  /// What the kernels row cannot hold, set when the job ended (kf::VerdictExtras): {"kernel_uuid",
+  /// "benchmarks" (with the paired intervals), "cached"}; null before.
+  Json result = nullptr;
+};
+
 /// Persistence of pipeline results. See the file comment for the contract.
 class Store {
  public:
@@ -286,6 +315,32 @@ class Store {
 
   /// Where the data lives, safe to print: the SQLite file path or the redacted PostgreSQL URL.
   virtual std::string Describe() const = 0;
+
+  // --- kf serve's submission API (our tables kf_api_tokens and kf_submissions; a read-write store) ---
+
+  /// Stores a token of `user` by its SHA-256 (64 lower-case hex digits; the token itself is never stored)
+  /// and returns its id. Throws kf::Error(kInvalidArgument) for an empty or over-long user or a malformed
+  /// hash.
+  virtual int64_t AddApiToken(const std::string& user, const std::string& token_sha256, bool admin) = 0;
+  /// The active (not revoked) tokens whose hash is `token_sha256`, with the stored hash in .second (the
+  /// caller compares it in constant time); empty when none.
+  virtual std::vector<std::pair<ApiToken, std::string>> FindApiTokens(const std::string& token_sha256) = 0;
+  /// Every token (revoked ones too), oldest first.
+  virtual std::vector<ApiToken> ListApiTokens() = 0;
+  /// Revokes the active tokens of `user` (all of them, or only token `id`) and returns how many.
+  virtual int64_t RevokeApiTokens(const std::string& user, std::optional<int64_t> id) = 0;
+
+  /// Creates the job (status INIT, task_origin = the user, `job_config`) and its kf_submissions row in one
+  /// transaction and returns the job id (`s.job_id` is ignored).
+  virtual int64_t CreateSubmission(const Submission& s, const Json& job_config) = 0;
+  /// The submission of job `job_id` (with the encoded task only when `with_task`); nullopt for a job that
+  /// was not submitted through the API.
+  virtual std::optional<Submission> GetSubmission(int64_t job_id, bool with_task) = 0;
+  /// Stores `result` (Submission::result) with the submission of job `job_id`.
+  virtual void SetSubmissionResult(int64_t job_id, const Json& result) = 0;
+  /// Ids of the submissions whose job is still active (INIT, RUN, VALIDATING), oldest first: what a server
+  /// resumes after a restart.
+  virtual std::vector<int64_t> ActiveSubmissions() = 0;
 };
 
 /// Options of OpenStore.

@@ -26,8 +26,10 @@
 //    different jobs still overlap.
 //  * Answers remote control (ping, active_queues, active, stats, hello, revoke, revoked, shutdown) on its own
 //    connection and thread, within a second, also while jobs run.
-//  * Records every job it finishes in its store: a jobs row (COMPLETE or FAIL), the tasks row, and
-//    job_logs rows (a summary and every process result).
+//  * Records every job it finishes in its store through the record module (kf::RecordWorkerJob): a jobs row
+//    (COMPLETE or FAIL), the tasks row, and job_logs rows (a summary and every process result).
+//  * What happens to a delivery before anything runs (redelivery count, poison limit, stop, revoke, unknown
+//    task, canvas, expiry, eta) is one typed decision, worker_internal::Admit (src/worker/admission.hpp).
 //  * Reconnects with exponential backoff when the broker goes away; a job that finishes while the
 //    connection is down has its reply published after reconnecting.
 // Thread-safety: Worker::RequestStop may be called from any thread (or a signal-handling thread) while
@@ -101,6 +103,10 @@ struct TaskBodyContext {
   DeviceGate* devices = nullptr;
   /// Replaces MakeHarness(task) for build and test bodies (tests with a fake harness); nullptr = the task's.
   const Harness* harness = nullptr;
+  /// test_custom_task goes through the verdict cache (kf::TestThroughVerdictCache, verdict_cache.hpp): an
+  /// identical earlier test body on this machine returns its stored value without running. Never with a
+  /// `harness` replaced.
+  bool verdict_cache = false;
 };
 
 /// True for the task names RunTaskBody knows (the reference's build_custom_task, test_custom_task and
@@ -119,6 +125,10 @@ bool IsRegisteredTask(std::string_view task_name);
 ///    every correctness and performance result also holds {"kf_verdict": {"status": EvalStatusName,
 ///    "detail": …}}, the harness's typed verdict, and a failed build's output_data {"kf_termination":
 ///    TerminationReasonName}; the reference's clients ignore them (output_data is a free dict there).
+///    With context.verdict_cache the test body goes through the verdict cache: a body identical to an earlier
+///    one on this machine (task, candidate, build artifacts, arch, variants, worker fingerprint) returns the
+///    stored value (TaskBodyResult::cached); only values whose every verdict is a property of the candidate
+///    are stored (never timeouts, limits, crashes, noisy or suspicious timing).
 ///  * test_sleep(duration_s, message): sleeps (stop-aware), returns message.
 /// Returns the result on success; on failure returns a TaskFailure (bad arguments or an encoded task that
 /// does not decode → ValueError naming the field; other kf::Error → RuntimeError; unknown name →
@@ -126,6 +136,8 @@ bool IsRegisteredTask(std::string_view task_name);
 struct TaskBodyResult {
   std::optional<Json> result;
   std::optional<TaskFailure> failure;
+  /// A test body's value taken from the verdict cache: the entry's {key, created_at}; null when it ran.
+  Json cached = nullptr;
 };
 TaskBodyResult RunTaskBody(std::string_view task_name, const Json& args, const Json& kwargs,
                            const TaskBodyContext& context);
@@ -167,6 +179,8 @@ struct WorkerOptions {
   /// before it is killed.
   std::chrono::milliseconds cancel_grace{10'000};
   Store* store = nullptr;                 ///< where jobs are recorded; nullptr = not recorded
+  /// Test bodies go through the verdict cache (TaskBodyContext::verdict_cache; `kf worker --verdict-cache`).
+  bool verdict_cache = false;
   std::function<void(const std::string&)> log;   ///< one line per event; empty = stderr
 };
 

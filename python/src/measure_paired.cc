@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "convert.hpp"
 #include "kernelfoundry/paired.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 
 namespace py = pybind11;
 
@@ -196,28 +198,12 @@ kf::PairedSide SideFrom(const py::tuple& side) {
   return s;
 }
 
-py::dict MeasurePairedPy(const py::tuple& candidate, const py::tuple& reference, const py::dict& options,
-                         const py::object& check) {
-  kf::PairedOptions o;
-  for (const auto& [k, v] : options) {
-    const std::string key = py::str(k);
-    if (key == "target_rel_half_width") o.target_rel_half_width = v.cast<double>();
-    else if (key == "budget_s") o.budget_s = v.cast<double>();
-    else if (key == "warmup_budget_fraction") o.warmup_budget_fraction = v.cast<double>();
-    else if (key == "min_rounds") o.min_rounds = v.cast<int64_t>();
-    else if (key == "max_rounds") o.max_rounds = v.cast<int64_t>();
-    else if (key == "warmup_min_rounds") o.warmup_min_rounds = v.cast<int64_t>();
-    else if (key == "warmup_window") o.warmup_window = v.cast<int64_t>();
-    else if (key == "warmup_tolerance") o.warmup_tolerance = v.cast<double>();
-    else if (key == "min_sample_s") o.min_sample_s = v.cast<double>();
-    else if (key == "quiesce_max_s") o.quiesce_max_s = v.cast<double>();
-    else if (key == "check_fraction") o.check_fraction = v.cast<double>();
-    else if (key == "seed") o.seed = v.cast<uint64_t>();
-    else if (key == "layouts") o.layouts = v.cast<int64_t>();
-    else if (key == "layout_block") o.layout_block = v.cast<int64_t>();
-    else if (key == "bootstrap_resamples") o.bootstrap_resamples = v.cast<int64_t>();
-    else throw py::value_error("measure_paired: unknown option '" + key + "'");
-  }
+// The record of a measurement handed in by Python (a dict in PairedRecord's wire form).
+kf::PairedRecord RecordFrom(const py::handle& record) { return kf::PairedRecordFromJson(kfpy::ToJson(record)); }
+
+py::object MeasurePairedPy(const py::tuple& candidate, const py::tuple& reference, const py::dict& options,
+                           const py::object& check) {
+  const kf::PairedOptions o = kf::PairedOptionsFromJson(kfpy::ToJson(options));
   kf::PairedSide c = SideFrom(candidate), r = SideFrom(reference);
   kf::PairedCheck chk;
   if (!check.is_none()) {
@@ -233,44 +219,46 @@ py::dict MeasurePairedPy(const py::tuple& candidate, const py::tuple& reference,
     py::gil_scoped_release release;
     res = kf::MeasurePaired(c, r, o, chk);
   }
-  py::dict out;
-  out["candidate_ms"] = res.candidate_ms;
-  out["reference_ms"] = res.reference_ms;
-  out["ratios"] = res.ratios;
-  out["layout_of"] = res.layout_of;
-  out["layout_medians"] = res.layout_medians;
-  out["speedup"] = res.speedup.median;
-  out["ci"] = py::make_tuple(res.speedup.low, res.speedup.high);
-  out["rel_half_width"] = res.rel_half_width;
-  out["target_reached"] = res.target_reached;
-  out["warmup_rounds"] = res.warmup_rounds;
-  out["rounds"] = res.rounds;
-  out["calls_per_sample"] = res.calls_per_sample;
-  out["checked_rounds"] = res.checked_rounds;
-  out["elapsed_s"] = res.elapsed_s;
-  out["elapsed_raw_s"] = res.elapsed_raw_s;
-  out["candidate_window_s"] = res.candidate_window_s;
-  out["reference_window_s"] = res.reference_window_s;
-  out["candidate_after_cpu_s"] = res.candidate_after_cpu_s;
-  out["reference_after_cpu_s"] = res.reference_after_cpu_s;
-  out["stop"] = res.stop;
-  out["problem"] = res.problem ? py::object(py::str(*res.problem)) : py::object(py::none());
-  return out;
+  return kfpy::ToPy(kf::ToJson(kf::RecordOf(res)));
+}
+
+py::object JudgePairedPy(const py::dict& record, const py::dict& options, const py::object& remeasure) {
+  kf::PairedRemeasure again;
+  if (!remeasure.is_none()) {
+    again = [remeasure] { return RecordFrom(remeasure()); };
+  }
+  return kfpy::ToPy(
+      kf::ToJson(kf::JudgePaired(RecordFrom(record), kf::PairedOptionsFromJson(kfpy::ToJson(options)), again)));
 }
 
 }  // namespace
 
-/// Adds measure_paired, compare, equal and median_ci to the _measure module (called from measure_module.cc).
+/// Adds measure_paired, judge_paired, wait_quiet, process_cpu_seconds, compare, equal and median_ci to the _measure module (called from measure_module.cc).
 void RegisterPaired(py::module_& m) {
   m.def("measure_paired", &MeasurePairedPy, py::arg("candidate"), py::arg("reference"),
         py::arg("options") = py::dict(), py::arg("check") = py::none(),
         "Paired timing (include/kernelfoundry/paired.hpp). candidate/reference: (prepare(round) | None, call(), "
-        "sync() | None[, settle() -> after-return CPU seconds | None]). options: PairedOptions fields by name. check(round) -> None | problem string, called "
-        "after both sides ran in a checked round. Returns a dict: candidate_ms, reference_ms, ratios (per "
-        "round, per-call ms), speedup (median ratio reference/candidate), ci (95 %), rel_half_width, "
-        "target_reached, warmup_rounds, rounds, calls_per_sample, checked_rounds, elapsed_s, elapsed_raw_s, "
-        "candidate/reference_window_s, candidate/reference_after_cpu_s, stop, problem. The GIL is released "
-        "between callbacks.");
+        "sync() | None[, settle() -> after-return CPU seconds | None]). options: PairedOptions fields by name "
+        "(other keys are ignored). check(round) -> None | 'status: problem', called after both sides ran in a "
+        "checked round. Returns the measurement's record, not judged yet (kf::RecordOf: a dict in the wire form "
+        "of include/kernelfoundry/paired_record.hpp). The GIL is released between callbacks.");
+  m.def("judge_paired", &JudgePairedPy, py::arg("record"), py::arg("options") = py::dict(),
+        py::arg("remeasure") = py::none(),
+        "The verdict of a measured record (kf::JudgePaired, paired_record.hpp): the record with status (correct, "
+        "noisy, suspicious, or the problem a check found) and detail set. options: eval_config.timing keys "
+        "(target_rel_half_width, min_rounds, after_return_cpu_ratio, suspicious_speedup; others ignored). "
+        "remeasure() -> a new measurement's record, called when the speedup exceeds suspicious_speedup.");
+  m.def(
+      "wait_quiet",
+      [](int pid, double max_s) {
+        py::gil_scoped_release release;
+        return kf::WaitProcessQuiet(pid, max_s);
+      },
+      py::arg("pid"), py::arg("max_s"),
+      "Waits until process pid is idle (kf::WaitQuiet: < 50 us of CPU per 200 us slice and no thread running or "
+      "waiting for a CPU, two slices in a row; at most max_s) and returns its CPU seconds at the end.");
+  m.def("process_cpu_seconds", &kf::ProcessCpuSeconds, py::arg("pid"),
+        "CPU seconds used so far by all threads of process pid (0 once it is gone).");
   m.def("compare", &Compare, py::arg("actual"), py::arg("expected"), py::arg("rtol") = 1e-2,
         py::arg("atol_rms") = 1e-3, py::arg("min_ok_ratio") = 0.99,
         "Compares two contiguous buffers (numpy arrays) element by element: None when they agree, else the "

@@ -3,6 +3,10 @@
 // reference-compatible one.
 //
 //   kf results [--db PATH|URL] [--task NAME] [--job ID] [--last N] [--json] [--all-columns]
+//   kf results --lineage UUID [--db …] [--json]
+//
+// --lineage prints the ancestry of one kernel (kf::KernelLineage: its ancestors through parent_uuid, the root
+// first, then the kernel, then its children) with status and speedup per generation; exit 4 for an unknown uuid.
 //
 // The database is --db, else $KF_DB, else runs/kernels.sqlite3 (relative to the current directory): a SQLite
 // path, sqlite:///path or postgresql://user@host:port/db (kf::OpenStore). It is opened read-only; a missing
@@ -20,6 +24,7 @@
 #include "cli/run_common.hpp"
 #include "cli/text_table.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/serve.hpp"
 #include "kernelfoundry/store.hpp"
 
 namespace kf::cli {
@@ -32,6 +37,7 @@ struct ResultsOptions {
   int64_t last = 20;
   bool json = false;
   bool all_columns = false;
+  std::string lineage;
 };
 
 /// Columns of --json (without --all-columns); job_status is added by ListKernels.
@@ -84,6 +90,35 @@ void PrintTable(const std::vector<Json>& rows) {
   if (rows.empty()) std::puts("(no stored evaluations match)");
 }
 
+/// kf results --lineage: one line per generation, the root first.
+int PrintLineage(Store& store, const std::string& uuid, bool json) {
+  auto lineage = KernelLineage(store, uuid);
+  if (!lineage) throw Error(ErrorKind::kNotFound, "no kernel with this uuid", store.Describe(), uuid);
+  if (json) {
+    std::puts(DumpJson(*lineage, 2).c_str());
+    return kExitOk;
+  }
+  using A = TextTable::Align;
+  TextTable table({{"gen", A::kRight}, {"id", A::kRight}, {"uuid", A::kLeft}, {"status", A::kLeft},
+                   {"speedup", A::kRight}, {"trial", A::kRight}, {"timestamp (UTC)", A::kLeft}, {"", A::kLeft}});
+  int gen = 0;
+  auto row = [&](const Json& n, const std::string& gen_text, const std::string& note) {
+    table.AddRow({gen_text, Cell(n["id"]), Cell(n["uuid"]), Cell(n["status"]), Number(n["speedup"], "{:.3g}x"),
+                  Cell(n["trial"]), ShortTime(n["timestamp"]), note});
+  };
+  if (!(*lineage)["missing_parent"].is_null()) {
+    table.AddRow({"", "", Cell((*lineage)["missing_parent"]), "", "", "", "", "(parent not stored here)"});
+  }
+  for (const Json& a : (*lineage)["ancestors"]) {
+    row(a, std::to_string(gen), gen == 0 ? "root" : "");
+    ++gen;
+  }
+  row((*lineage)["kernel"], std::to_string(gen), "<- this kernel");
+  for (const Json& c : (*lineage)["children"]) row(c, std::to_string(gen + 1), "child");
+  std::fputs(table.Render().c_str(), stdout);
+  return kExitOk;
+}
+
 int RunResults(const ResultsOptions& opts) {
   if (opts.last < 0) {
     throw Error(ErrorKind::kInvalidArgument, fmt::format("must be 0 (all) or a positive number, got {}", opts.last),
@@ -98,6 +133,7 @@ int RunResults(const ResultsOptions& opts) {
     throw Error(ErrorKind::kNotFound,
                 "no results database (run `kf run` first, or pass --db PATH or set KF_DB): " + e.message(), e.file());
   }
+  if (!opts.lineage.empty()) return PrintLineage(*store, opts.lineage, opts.json);
   KernelQuery query;
   if (!opts.task.empty()) query.task_name = opts.task;
   query.job_id = opts.job;
@@ -130,6 +166,7 @@ KF_REGISTER_COMMAND("results", [](CLI::App& app, int* exit_code) {
   cmd->add_option("--last", opts->last, "Only the newest N evaluations; 0 = all")->default_val(20);
   cmd->add_flag("--json", opts->json, "Print the rows as a JSON array instead of a table");
   cmd->add_flag("--all-columns", opts->all_columns, "With --json: every kernels column (code, logs, profiles)");
+  cmd->add_option("--lineage", opts->lineage, "The ancestry of the kernel with this uuid (parents, then children)");
   cmd->callback([opts, exit_code]() { *exit_code = RunResults(*opts); });
 });
 

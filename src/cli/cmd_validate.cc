@@ -23,6 +23,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/load_task.hpp"
 #include "cli/run_common.hpp"
+#include "cli/validate_json.hpp"
 
 namespace kf::cli {
 namespace {
@@ -152,6 +153,43 @@ int RunValidate(const ValidateOptions& o) {
 }
 
 }  // namespace
+
+Json ValidateTaskJson(const std::string& path, bool run) {
+  Task task;
+  std::vector<std::string> problems = ValidateStructure(path, &task);
+  const Kind kind = KindOf(task);
+  Json out = {{"task", path},
+              {"valid", problems.empty()},
+              {"problems", problems},
+              {"harness", kind.harness},
+              {"checks", kind.checks},
+              {"correctness_tests", task.correctness_tests},
+              {"performance_tests", task.profile_tests}};
+  if (!run || !problems.empty()) return out;
+  // The reference's own run (as kf validate --run, not recorded), then the low-signal check.
+  TaskForRun loaded = LoadTaskForRun(path);
+  EvaluateOptions options;
+  options.test_candidate = false;
+  const Evaluation ev = Evaluate(loaded.task, std::nullopt, options);
+  const bool passes = ev.result.status == EvalStatus::kReferenceOnly;
+  out["reference_passes"] = passes;
+  out["reference_status"] = std::string(EvalStatusName(ev.result.status));
+  if (!passes) {
+    out["valid"] = false;
+    out["reference_log"] = ev.result.eval_log.substr(0, 20000);
+    return out;
+  }
+  Json weak = Json::array();
+  for (const char* mode : {"zeros", "constant"}) {
+    EvaluateOptions check = options;
+    check.correctness_only = true;
+    check.test_env = {{"KF_FAKE_OUTPUT", mode}};
+    const Evaluation c = Evaluate(loaded.task, std::nullopt, check);
+    for (const std::string& t : LowSignalTests(c.result.eval_log)) weak.push_back({{"test", t}, {"accepts", mode}});
+  }
+  out["low_signal"] = std::move(weak);
+  return out;
+}
 
 KF_REGISTER_COMMAND("validate", [](CLI::App& app, int* exit_code) {
   auto o = std::make_shared<ValidateOptions>();

@@ -1,7 +1,7 @@
 // kf worker — a Celery worker for the reference's build and test tasks on RabbitMQ (worker.hpp).
 //
 //   kf worker [--broker URL] -Q QUEUES [-n NAME] [-c N] [--db DB] [--max-deliveries N] [--stop-grace S]
-//             [--cancel-grace S] [--work-root DIR] [--heartbeat S]
+//             [--cancel-grace S] [--work-root DIR] [--heartbeat S] [--verdict-cache]
 //
 // --broker defaults to $KF_BROKER_URL, else the reference's RABBITMQ_USERNAME/PASSWORD/IP at port 5672.
 // -Q takes Celery's comma list (repeatable): build_custom_task_<language>, test_custom_task_<arch>, ….
@@ -10,6 +10,8 @@
 // -c N: N slots; their builds, correctness runs and timed runs share the devices through one DeviceSlots
 // (a timed run holds its device alone). A soft time limit or a revoke with terminate asks the job to stop;
 // after --cancel-grace (default 10 s) it is killed.
+// --verdict-cache: a test body identical to an earlier one on this machine returns the stored value without
+// running (the record module's verdict cache, kernelfoundry/verdict_cache.hpp; only candidate properties).
 // Also here: `kf worker-child` (hidden; the job process of a worker slot).
 #include <signal.h>
 
@@ -39,6 +41,7 @@ struct WorkerCliOptions {
   double cancel_grace_s = 10;
   std::string work_root;
   int heartbeat_s = 60;
+  bool verdict_cache = false;
 };
 
 std::vector<std::string> SplitQueues(const std::vector<std::string>& args) {
@@ -76,6 +79,7 @@ int RunWorkerVerb(const WorkerCliOptions& o) {
   wo.cancel_grace = std::chrono::milliseconds(static_cast<int64_t>(o.cancel_grace_s * 1000));
   wo.work_root = o.work_root;
   wo.store = store.get();
+  wo.verdict_cache = o.verdict_cache;
 
   Worker worker(std::move(wo));
   // kf's signal thread hands the signals to the worker instead of its cleanup (termination.hpp).
@@ -113,6 +117,9 @@ KF_REGISTER_COMMAND("worker", [](CLI::App& app, int* exit_code) {
                   "(default 10)");
   cmd->add_option("--work-root", o->work_root, "Parent directory of the jobs' work directories (default: temp dir)");
   cmd->add_option("--heartbeat", o->heartbeat_s, "AMQP heartbeat interval asked for, seconds (0 = off; default 60)");
+  cmd->add_flag("--verdict-cache", o->verdict_cache,
+                "Reuse the stored value of a test job identical to an earlier one on this machine (never timeouts, "
+                "limits, crashes, noisy timing)");
   cmd->callback([o, exit_code]() { *exit_code = RunWorkerVerb(*o); });
 
   CLI::App* child = app.add_subcommand("worker-child", "");

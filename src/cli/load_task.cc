@@ -11,6 +11,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "core/files.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/test_discovery.hpp"
@@ -45,12 +46,9 @@ std::string ReadInput(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw Error(ErrorKind::kNotFound, "no such file", path);
   if (std::filesystem::is_directory(path, ec)) throw Error(ErrorKind::kInvalidArgument, "is a directory", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::kIO, "cannot open for reading", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::kIO, "read failed", path);
-  return ss.str();
+  std::optional<std::string> bytes = ReadFileBytes(path);  // one read of the file's size, not 8 KB at a time
+  if (!bytes) throw Error(ErrorKind::kIO, "cannot read", path);
+  return std::move(*bytes);
 }
 
 LoadedTask LoadTask(const std::string& arg, bool discover_tests) {

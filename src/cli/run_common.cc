@@ -5,41 +5,11 @@
 
 #include "cli/exit_codes.hpp"
 #include "kernelfoundry/store.hpp"
-#include "kernelfoundry/test_discovery.hpp"
 #include "kernelfoundry/verdict_cache.hpp"
 
 namespace kf::cli {
 
 std::string StoreUrlOf(const std::string& db) { return db.empty() ? DefaultStoreUrl() : db; }
-
-RecordedEvaluation EvaluateWithVerdictCache(const Task& task, const std::optional<BlockUpdate>& candidate,
-                                            const EvaluateOptions& options, Store* store, const RecordOptions& record,
-                                            bool verdict_cache, const Evaluation* known) {
-  RecordedEvaluation out;
-  std::string cache_key;
-  std::optional<Evaluation> cached;
-  const std::filesystem::path cache_dir = DefaultCacheDir();
-  if (known != nullptr) {
-    cached = *known;
-  } else if (verdict_cache && options.runner == nullptr && options.harness == nullptr) {
-    cache_key = VerdictCacheKey(task, candidate, options);
-    cached = LookupVerdict(cache_dir, cache_key, task, candidate);
-  }
-  if (store != nullptr) {
-    if (cached) {
-      out.recorded = RecordRun(*store, task, [&](std::stop_token) { return *cached; }, record, &out.ev);
-    } else {
-      out.recorded = EvaluateAndRecord(*store, task, candidate, options, record, &out.ev);
-    }
-  } else {
-    out.ev = cached ? std::move(*cached) : Evaluate(task, candidate, options);
-  }
-  if (!cache_key.empty() && !(out.recorded && out.recorded->canceled)) {
-    (void)StoreVerdict(cache_dir, cache_key, out.ev,
-                       out.recorded ? std::optional<int64_t>(out.recorded->job_id) : std::nullopt);
-  }
-  return out;
-}
 
 int RunAndReport(const Task& task, RunRequest request, EvaluationReporter& reporter) {
   std::unique_ptr<Store> store;

@@ -1,6 +1,6 @@
 // The shared flow of `kf run` and `kf validate --run`: evaluate a loaded task (kf::LoadTaskForRun), record it
-// in the store chosen by --db (kf::OpenStore; job, tasks, kernels, job_logs rows via kf::EvaluateAndRecord),
-// and report through an EvaluationReporter (ConsoleReporter, JsonReporter).
+// in the store chosen by --db (kf::OpenStore; the record module's kf::EvaluateWithVerdictCache writes the job,
+// tasks, kernels and job_logs rows), and report through an EvaluationReporter (ConsoleReporter, JsonReporter).
 #pragma once
 
 #include <optional>
@@ -10,6 +10,7 @@
 #include "kernelfoundry/record.hpp"
 #include "kernelfoundry/store.hpp"
 #include "kernelfoundry/task.hpp"
+#include "kernelfoundry/verdict_cache.hpp"
 
 namespace kf::cli {
 
@@ -34,22 +35,6 @@ inline constexpr const char* kDbOptionHelp =
 
 /// The store URL of a --db value: the value, or kf::DefaultStoreUrl() when empty.
 std::string StoreUrlOf(const std::string& db);
-
-/// An evaluation and, when it was recorded, its job.
-struct RecordedEvaluation {
-  Evaluation ev;
-  std::optional<RecordedRun> recorded;
-};
-
-/// Evaluates `candidate` on `task` with `options` and records it in `store` (null: not recorded). With
-/// `verdict_cache` (and no farm runner or injected harness in `options`), an identical earlier evaluation is
-/// reused from the verdict cache (kernelfoundry/verdict_cache.hpp; recorded as a new job holding the stored
-/// verdict) and a fresh cacheable verdict is stored. `known`, when not null, is an evaluation of this very
-/// candidate to record instead of looking it up or evaluating (a copy in a batch reusing the first's noisy
-/// verdict, cli/batch.hpp). Throws what kf::Evaluate / kf::EvaluateAndRecord throw.
-RecordedEvaluation EvaluateWithVerdictCache(const Task& task, const std::optional<BlockUpdate>& candidate,
-                                            const EvaluateOptions& options, Store* store, const RecordOptions& record,
-                                            bool verdict_cache, const Evaluation* known = nullptr);
 
 /// Opens the store (before anything runs, so a bad --db fails fast), evaluates `task`, records it, reports
 /// the context, phases and verdict to `reporter`, and returns the exit code: kExitOk when the candidate is

@@ -67,15 +67,30 @@ fs::path ThisObject() {
   return fs::path(info.dli_fname);
 }
 
-std::vector<Candidate> Fallbacks(const fs::path& install_sub, const fs::path& build_sub, const fs::path& source_sub) {
+// The data directory (<prefix>/share/kernelfoundry) an installed compiled Python module of ours lies in
+// (<data>/python/kernelfoundry/.../_core*.so: the Python API loaded by an interpreter elsewhere), or empty.
+fs::path InstalledDataDirOfThisObject() {
+  const fs::path object = ThisObject();
+  if (object.empty() || IsInside(object, KF_BUILD_DIR)) return {};
+  for (fs::path p = object.parent_path(); p.has_relative_path(); p = p.parent_path()) {
+    if (p.filename() == "kernelfoundry" && p.parent_path().filename() == "python") return p.parent_path().parent_path();
+  }
+  return {};
+}
+
+std::vector<Candidate> Fallbacks(const fs::path& install_sub, const fs::path& build_sub, const fs::path& source_sub,
+                                 bool with_source = true) {
   std::vector<Candidate> out;
   const fs::path exe = RunningExecutable();
   if (!exe.empty()) {
     out.push_back({(exe.parent_path() / KF_DATA_FROM_BINDIR / install_sub).lexically_normal(),
                    "install prefix of " + exe.string()});
+    if (const fs::path data = InstalledDataDirOfThisObject(); !data.empty()) {
+      out.push_back({data / install_sub, "install prefix of " + ThisObject().string()});
+    }
     if (IsInside(exe, KF_BUILD_DIR) || IsInside(ThisObject(), KF_BUILD_DIR)) {
       if (!build_sub.empty()) out.push_back({fs::path(KF_BUILD_DIR) / build_sub, "build tree"});
-      out.push_back({fs::path(KF_SOURCE_DIR) / source_sub, "source tree"});
+      if (with_source) out.push_back({fs::path(KF_SOURCE_DIR) / source_sub, "source tree"});
     }
   }
   return out;
@@ -129,21 +144,44 @@ std::string TaskPythonInterpreter() {
 
 ResourceDir TaskPythonDir() {
   constexpr const char* kMarker = "kernelfoundry/__init__.py";
+  constexpr const char* kHostMarker = "kernelfoundry/zygote.py";  // a host-side module: never on a task's path
+  auto is_task_side = [&](const fs::path& dir) { return IsFile(dir / kMarker) && !IsFile(dir / kHostMarker); };
   if (std::string env = EnvOrEmpty("KF_PYTHON_DIR"); !env.empty()) {
-    if (IsFile(fs::path(env) / kMarker)) return {Absolute(env), "KF_PYTHON_DIR"};
-    throw Error(ErrorKind::kNotFound,
-                "KF_PYTHON_DIR=" + env + " does not hold the task-side Python package (no " +
-                    (fs::path(env) / kMarker).string() + ")",
-                "", "KF_PYTHON_DIR");
+    if (is_task_side(env)) return {Absolute(env), "KF_PYTHON_DIR"};
+    const std::string why = IsFile(fs::path(env) / kHostMarker)
+                                ? " is the host side of the Python package (it holds " + (fs::path(env) / kHostMarker).string() +
+                                      "); point KF_PYTHON_DIR at the task side (python-task)"
+                                : " does not hold the task-side Python package (no " + (fs::path(env) / kMarker).string() + ")";
+    throw Error(ErrorKind::kNotFound, "KF_PYTHON_DIR=" + env + why, "", "KF_PYTHON_DIR");
   }
-  const std::vector<Candidate> candidates = Fallbacks("python", "python", "python");
+  const std::vector<Candidate> candidates = Fallbacks("python-task", "python-task", "python/task");
   for (const Candidate& c : candidates)
-    if (IsFile(c.dir / kMarker)) return {Absolute(c.dir), c.origin};
+    if (is_task_side(c.dir)) return {Absolute(c.dir), c.origin};
   throw Error(ErrorKind::kNotFound,
               std::string("cannot find the task-side Python package (a directory holding ") + kMarker +
                   "): KF_PYTHON_DIR is not set; looked in " + Looked(candidates) +
                   ". Install kf with `cmake --install` or set KF_PYTHON_DIR",
               "", "KF_PYTHON_DIR");
+}
+
+ResourceDir HostPythonDir() {
+  constexpr const char* kMarker = "kernelfoundry/zygote.py";
+  if (std::string env = EnvOrEmpty("KF_PYTHON_HOST_DIR"); !env.empty()) {
+    if (IsFile(fs::path(env) / kMarker)) return {Absolute(env), "KF_PYTHON_HOST_DIR"};
+    throw Error(ErrorKind::kNotFound,
+                "KF_PYTHON_HOST_DIR=" + env + " does not hold the host side of the Python package (no " +
+                    (fs::path(env) / kMarker).string() + ")",
+                "", "KF_PYTHON_HOST_DIR");
+  }
+  // No source-tree fallback: the host side needs its compiled modules and its task-side sibling.
+  const std::vector<Candidate> candidates = Fallbacks("python", "python", "", /*with_source=*/false);
+  for (const Candidate& c : candidates)
+    if (IsFile(c.dir / kMarker)) return {Absolute(c.dir), c.origin};
+  throw Error(ErrorKind::kNotFound,
+              std::string("cannot find the host-side Python package (a directory holding ") + kMarker +
+                  "): KF_PYTHON_HOST_DIR is not set; looked in " + Looked(candidates) +
+                  ". Install kf with `cmake --install` or set KF_PYTHON_HOST_DIR",
+              "", "KF_PYTHON_HOST_DIR");
 }
 
 TaskSdk FindTaskSdk() {

@@ -17,6 +17,8 @@
 
 #include "core/files.hpp"
 #include "exec/cgroup.hpp"
+#include "exec/contain.hpp"
+#include "kernelfoundry/error.hpp"
 
 namespace kf::exec_internal {
 namespace {
@@ -76,10 +78,11 @@ std::vector<MountEntry> ReadMounts() {
   return mounts;
 }
 
-/// Our cgroup path per hierarchy from /proc/self/cgroup: "" for v2 (key "0"), else the controller list.
-std::map<std::string, std::string> OwnCgroups() {
+/// The cgroup path per hierarchy of a process from its /proc/<pid>/cgroup file: key "" for v2 (hierarchy "0"),
+/// else the controller list (or "name=…"). Empty when the file cannot be read.
+std::map<std::string, std::string> CgroupsOf(const std::string& proc_file) {
   std::map<std::string, std::string> out;
-  std::ifstream in("/proc/self/cgroup");
+  std::ifstream in(proc_file);
   std::string line;
   while (std::getline(in, line)) {
     size_t a = line.find(':');
@@ -91,6 +94,9 @@ std::map<std::string, std::string> OwnCgroups() {
   }
   return out;
 }
+
+/// Our cgroup path per hierarchy (CgroupsOf /proc/self/cgroup).
+std::map<std::string, std::string> OwnCgroups() { return CgroupsOf("/proc/self/cgroup"); }
 
 /// mount point + (own path relative to the mount's root).
 std::string JoinMount(const MountEntry& m, std::string own) {
@@ -306,6 +312,46 @@ std::optional<uint64_t> RunCgroups::PeakMemory() const {
   uint64_t v = std::strtoull(text->c_str(), &end, 10);
   if (end == text->c_str() || v == 0) return std::nullopt;
   return v;
+}
+
+void CgroupJoinFilesOf(pid_t pid, std::string* v2, std::vector<std::string>* v1) {
+  v2->clear();
+  v1->clear();
+  const std::string proc_file = "/proc/" + std::to_string(pid) + "/cgroup";
+  const std::map<std::string, std::string> theirs = CgroupsOf(proc_file);
+  if (theirs.empty()) throw Error(ErrorKind::kIO, "cannot read the process's cgroups", proc_file);
+  const std::map<std::string, std::string> mine = OwnCgroups();
+  const std::vector<MountEntry> mounts = ReadMounts();
+  for (const auto& [controllers, path] : theirs) {
+    auto it = mine.find(controllers);
+    if (it != mine.end() && it->second == path) continue;
+    // The mount of this hierarchy: cgroup2 for v2; for v1 the cgroup mount whose options name exactly these
+    // controllers (or this name=).
+    const MountEntry* found = nullptr;
+    for (const MountEntry& m : mounts) {
+      if (controllers.empty() ? m.fstype == "cgroup2" : m.fstype == "cgroup") {
+        if (!controllers.empty()) {
+          const std::string options = "," + m.super_options + ",";
+          bool all = true;
+          std::istringstream list(controllers);
+          for (std::string c; all && std::getline(list, c, ',');) all = options.find("," + c + ",") != std::string::npos;
+          if (!all) continue;
+        }
+        found = &m;
+        break;
+      }
+    }
+    if (found == nullptr) {
+      throw Error(ErrorKind::kIO, "no mount of the cgroup hierarchy '" + (controllers.empty() ? "cgroup2" : controllers) +
+                                      "' here", "/proc/self/mountinfo");
+    }
+    const std::string procs = JoinMount(*found, path) + "/cgroup.procs";
+    if (controllers.empty()) {
+      *v2 = procs;
+    } else {
+      v1->push_back(procs);
+    }
+  }
 }
 
 }  // namespace kf::exec_internal

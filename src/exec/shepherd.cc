@@ -21,7 +21,6 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "exec/seccomp.hpp"
 #include "exec/shepherd.hpp"
 #include "kernelfoundry/process.hpp"
 
@@ -127,43 +126,26 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
   _exit(127);
 }
 
-/// The main child: session, cgroups, limits, stdio, cwd, exec. Never returns. `in_v2_cgroup`: the child was
-/// created in the v2 leaf already (clone3 CLONE_INTO_CGROUP), so it does not write its cgroup.procs.
+/// The main child: stdio, cwd, containment (ContainSelf: session, cgroups, limits, Landlock, privileges, seccomp),
+/// exec. Never returns. `in_v2_cgroup`: the child was created in the v2 leaf already (clone3 CLONE_INTO_CGROUP), so it does
+/// not write its cgroup.procs.
 [[noreturn]] void ChildExec(const ShepherdPlan& plan, pid_t shepherd, bool in_v2_cgroup) {
   sigset_t empty;
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != shepherd) _exit(127);
-  if (setsid() < 0) ChildFail(SpawnStage::kSession, errno);
-  if (plan.v2_join_file != nullptr && !in_v2_cgroup) {
-    if (int err = WriteFile(plan.v2_join_file, "0"); err != 0) ChildFail(SpawnStage::kCgroup, err);
-  }
-  for (int i = 0; i < plan.n_join_files; ++i) {
-    if (int err = WriteFile(plan.join_files[i], "0"); err != 0) ChildFail(SpawnStage::kCgroup, err);
-  }
-  for (int i = 0; i < plan.n_rlimits; ++i) {
-    rlimit rl{static_cast<rlim_t>(plan.rlimits[i].soft), static_cast<rlim_t>(plan.rlimits[i].hard)};
-    if (setrlimit(plan.rlimits[i].resource, &rl) != 0) ChildFail(SpawnStage::kRlimit, errno);
-  }
+  // stdio and the working directory first, with the runner's rights (the sandbox user may not reach the path of
+  // its work dir; issue 25); then the containment, whose last steps drop those rights.
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(kOutFd, 1) < 0 || dup2(kErrFd, 2) < 0) {
     ChildFail(SpawnStage::kStdio, errno);
   }
   if (plan.cwd != nullptr && chdir(plan.cwd) != 0) ChildFail(SpawnStage::kChdir, errno);
-  // Last, after the cgroup writes (which they would forbid): the sandbox. The Landlock rules are made while
-  // every path can still be opened; then the identity and capabilities go (issue 25), which clears the
-  // parent-death signal (set again, and the shepherd checked again); then the tree reads and writes only what
-  // the plan allows, and the system-call filter comes last (nothing but execve follows).
-  int ruleset = -1;
-  if (int err = PrepareLandlock(plan.landlock, &ruleset); err != 0) ChildFail(SpawnStage::kIsolation, err);
-  if (plan.privileges.active) {
-    if (int err = DropPrivileges(plan.privileges); err != 0) ChildFail(SpawnStage::kPrivileges, err);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != shepherd) _exit(127);
-  }
-  if (int err = RestrictLandlock(ruleset); err != 0) ChildFail(SpawnStage::kIsolation, err);
-  if (int err = InstallSeccomp(plan.seccomp, plan.seccomp_len); err != 0) ChildFail(SpawnStage::kSeccomp, err);
+  ChildContainment contain = plan.contain;  // plain data: a copy is a memcpy
+  if (in_v2_cgroup) contain.v2_join_file = nullptr;
+  SpawnStage stage = SpawnStage::kSession;
+  if (int err = ContainSelf(contain, &stage); err != 0) ChildFail(stage, err);
   if (plan.result_fd >= 0) {  // keep the result pipe at kResFd (dup2 left it inheritable)
     close(kOutFd);
     close(kErrFd);
@@ -232,22 +214,6 @@ void SignalTree(const ShepherdPlan& plan, int sig) {
 }
 
 }  // namespace
-
-const char* SpawnStageName(SpawnStage stage) {
-  switch (stage) {
-    case SpawnStage::kFork: return "fork";
-    case SpawnStage::kCgroup: return "joining the cgroup";
-    case SpawnStage::kRlimit: return "setting resource limits";
-    case SpawnStage::kStdio: return "setting up stdin/stdout/stderr";
-    case SpawnStage::kChdir: return "changing to the working directory";
-    case SpawnStage::kExec: return "exec";
-    case SpawnStage::kSession: return "setsid";
-    case SpawnStage::kIsolation: return "applying filesystem isolation (Landlock)";
-    case SpawnStage::kPrivileges: return "dropping privileges (sandbox user, capabilities)";
-    case SpawnStage::kSeccomp: return "installing the system-call filter (seccomp)";
-  }
-  return "spawn";
-}
 
 void RunShepherd(const ShepherdPlan& plan) {
   // Descriptors: socket, stdout, stderr at 3, 4, 5; everything else closed (other runs' pipes included).

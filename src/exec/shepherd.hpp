@@ -11,22 +11,13 @@
 // When the main child exits, leftovers of its tree get SIGTERM and kill_grace later SIGKILL.
 #pragma once
 
-#include <linux/filter.h>
-
 #include <cstdint>
 
-#include "exec/landlock.hpp"
-#include "exec/privileges.hpp"
+#include "exec/contain.hpp"
 
 namespace kf::exec_internal {
 
 enum class MsgType : int32_t { kStarted = 1, kNetwork = 2, kSpawnError = 3, kChildExit = 4, kDone = 5 };
-
-/// Where a spawn failed.
-enum class SpawnStage : int32_t {
-  kFork = 1, kCgroup, kRlimit, kStdio, kChdir, kExec, kSession, kIsolation, kPrivileges, kSeccomp
-};
-const char* SpawnStageName(SpawnStage stage);
 
 struct ShepherdMsg {
   MsgType type;
@@ -36,11 +27,6 @@ struct ShepherdMsg {
                     ///< main child's wait status (kChildExit is only sent when leftovers must be killed)
   int32_t c;        ///< kNetwork: errno of bringing up lo (0 = ok)
   int64_t x, y, z;  ///< kDone: user µs, system µs, max rss KiB of the tree
-};
-
-struct RlimitSetting {
-  int resource;
-  uint64_t soft, hard;
 };
 
 /// Everything the shepherd needs, prepared before fork (pointers into the runner's memory, which the fork
@@ -53,19 +39,12 @@ struct ShepherdPlan {
   int stdout_fd = -1, stderr_fd = -1;         ///< write ends of the output pipes
   int socket_fd = -1;                         ///< the shepherd's end of the socket
   int result_fd = -1;                         ///< write end of the result pipe, or -1 (none)
-  const char* v2_join_file = nullptr;         ///< cgroup.procs of the v2 leaf the child joins, or nullptr
+  ChildContainment contain;                   ///< what the child applies to itself before exec (ContainSelf);
+                                              ///< contain.v2_join_file: cgroup.procs of the run's v2 leaf
   const char* v2_dir = nullptr;               ///< that leaf's directory (clone3 CLONE_INTO_CGROUP), or nullptr
-  const char* join_files[4] = {};             ///< cgroup v1 cgroup.procs files the child writes "0" to
-  int n_join_files = 0;
   const char* cgroup_kill = nullptr;          ///< v2 cgroup.kill, or nullptr
   const char* cgroup_procs = nullptr;         ///< v2 cgroup.procs (to signal members), or nullptr
-  RlimitSetting rlimits[8] = {};
-  int n_rlimits = 0;
   bool no_network = false;
-  LandlockPlan landlock;                      ///< filesystem isolation applied by the child (abi 0 = none)
-  PrivilegePlan privileges;                   ///< the sandbox's identity and capability drop (inactive = none)
-  const sock_filter* seccomp = nullptr;       ///< the sandbox's system-call filter, or nullptr
-  uint16_t seccomp_len = 0;
   int kill_grace_ms = 2000;
 };
 

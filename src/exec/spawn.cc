@@ -21,7 +21,6 @@
 #include "exec/internal.hpp"
 #include "exec/landlock.hpp"
 #include "exec/live_runs.hpp"
-#include "exec/privileges.hpp"
 #include "exec/run_state.hpp"
 #include "exec/seccomp.hpp"
 #include "exec/shepherd.hpp"
@@ -73,8 +72,6 @@ class Runner {
 
  private:
   bool Prepare();
-  bool PrepareIsolation();
-  bool PrepareSandbox();
   void Spawn();
   void Loop();
   void OnLine(bool is_stderr, std::string_view raw);
@@ -96,10 +93,7 @@ class Runner {
   std::vector<std::string> args_, env_, join_files_;
   std::string path_, cwd_, kill_file_, procs_file_, v2_join_file_, v2_dir_;
   std::vector<RlimitSetting> rlimits_;
-  std::vector<std::string> writable_, readable_;
-  LandlockPlan landlock_;
-  PrivilegePlan privileges_;
-  std::vector<sock_filter> seccomp_;
+  std::optional<ChildPolicy> policy_;  ///< Landlock, privileges, seccomp (ChildContainment points into it)
 };
 
 void Runner::Run() {
@@ -186,74 +180,16 @@ bool Runner::Prepare() {
     add_rlimit(RLIMIT_NOFILE, *o_.open_files_limit, *o_.open_files_limit);
     run_->limits["open_files"] = "RLIMIT_NOFILE";
   }
-  if (rlimits_.size() > 8 || join_files_.size() > 4) throw Error(ErrorKind::kInternal, "too many limits");
-  return PrepareIsolation() && PrepareSandbox();
-}
-
-bool Runner::PrepareIsolation() {
-  if (!o_.filesystem_isolation) return true;
-  const int abi = LandlockAbi();
-  run_->isolation = LandlockDescription(abi);
-  if (abi < 1 && o_.filesystem_isolation->required) {
-    st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": filesystem isolation is required but " +
-                      run_->isolation;
+  if (rlimits_.size() > ChildContainment::kMaxRlimits || join_files_.size() > ChildContainment::kMaxJoinFiles) {
+    throw Error(ErrorKind::kInternal, "too many limits");
+  }
+  policy_.emplace(o_.filesystem_isolation, o_.sandbox);
+  run_->isolation = policy_->Isolation();
+  run_->sandbox = policy_->Sandbox();
+  if (!policy_->Refusal().empty()) {
+    st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": " + policy_->Refusal();
     return false;
   }
-  if (o_.filesystem_isolation->writable_paths.size() > 20) {
-    throw Error(ErrorKind::kInvalidArgument, "too many writable paths for filesystem isolation (at most 20)", "",
-                "filesystem_isolation.writable_paths");
-  }
-  for (const auto& p : o_.filesystem_isolation->writable_paths) writable_.push_back(p.string());
-  const auto& readable = o_.filesystem_isolation->readable_paths;
-  if (readable) {
-    if (readable->size() > 40) {
-      throw Error(ErrorKind::kInvalidArgument, "too many readable paths for filesystem isolation (at most 40)", "",
-                  "filesystem_isolation.readable_paths");
-    }
-    for (const auto& p : *readable) readable_.push_back(p.string());
-  }
-  if (!MakeLandlockPlan(abi, writable_, readable ? &readable_ : nullptr, &landlock_)) {
-    throw Error(ErrorKind::kInvalidArgument, "too many writable paths for filesystem isolation", "",
-                "filesystem_isolation.writable_paths");
-  }
-  return true;
-}
-
-bool Runner::PrepareSandbox() {
-  if (!o_.sandbox) return true;
-  const ProcessSandbox& sb = *o_.sandbox;
-  privileges_.active = true;
-  std::string name = "ours";
-  if (sb.user) {
-    if (sb.user->groups.size() > static_cast<size_t>(PrivilegePlan::kMaxGroups)) {
-      throw Error(ErrorKind::kInvalidArgument, "too many supplementary groups for the sandbox user (at most 32)", "",
-                  "sandbox.user.groups");
-    }
-    if (sb.user->uid == 0) {
-      throw Error(ErrorKind::kInvalidArgument, "the sandbox user must not be root (uid 0)", "", "sandbox.user");
-    }
-    privileges_.switch_ids = true;
-    privileges_.uid = sb.user->uid;
-    privileges_.gid = sb.user->gid;
-    for (uint32_t g : sb.user->groups) privileges_.groups[privileges_.n_groups++] = g;
-    name = sb.user->name.empty() ? "sandbox user" : sb.user->name;
-  } else if (geteuid() == 0) {
-    st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": the sandbox needs a user to switch to when "
-                      "running as root";
-    return false;
-  }
-  run_->sandbox = PrivilegeDescription(privileges_, name);
-  if (!SeccompAvailable()) {
-    run_->sandbox += ", seccomp " + SeccompDescription();
-    if (sb.required) {
-      st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": the sandbox is required but seccomp is " +
-                        SeccompDescription();
-      return false;
-    }
-    return true;
-  }
-  seccomp_ = BuildSeccompFilter(sb.allow_perf_events);
-  run_->sandbox += ", " + SeccompDescription() + (sb.allow_perf_events ? " (perf events allowed)" : "");
   return true;
 }
 
@@ -293,17 +229,16 @@ void Runner::Spawn() {
   plan.stderr_fd = err_w.fd;
   plan.socket_fd = sock_w.fd;
   plan.result_fd = res_w.fd;
-  plan.v2_join_file = v2_join_file_.empty() ? nullptr : v2_join_file_.c_str();
+  ChildContainment& contain = plan.contain;
+  contain.new_session = true;
+  contain.v2_join_file = v2_join_file_.empty() ? nullptr : v2_join_file_.c_str();
+  for (const auto& f : join_files_) contain.join_files[contain.n_join_files++] = f.c_str();
+  for (const auto& r : rlimits_) contain.rlimits[contain.n_rlimits++] = r;
+  policy_->ApplyTo(&contain);
   plan.v2_dir = v2_dir_.empty() ? nullptr : v2_dir_.c_str();
-  for (const auto& f : join_files_) plan.join_files[plan.n_join_files++] = f.c_str();
   plan.cgroup_kill = kill_file_.empty() ? nullptr : kill_file_.c_str();
   plan.cgroup_procs = procs_file_.empty() ? nullptr : procs_file_.c_str();
-  for (const auto& r : rlimits_) plan.rlimits[plan.n_rlimits++] = r;
   plan.no_network = o_.no_network;
-  plan.landlock = landlock_;
-  plan.privileges = privileges_;
-  plan.seccomp = seccomp_.empty() ? nullptr : seccomp_.data();
-  plan.seccomp_len = static_cast<uint16_t>(seccomp_.size());
   plan.kill_grace_ms = static_cast<int>(std::max<int64_t>(0, o_.kill_grace.count()));
 
   start_ = Clock::now();

@@ -142,7 +142,7 @@ TestLists CollectPytestTests(const std::filesystem::path& task_dir, const Pytest
     throw Error(ErrorKind::kInvalidArgument, "task.py is missing at the top level of the task package; it holds the tests",
                 kTaskFile);
   // One collection gives both lists. It defers heavy imports (torch, numpy) until collection uses them
-  // (python/kernelfoundry/lazy_imports.py); when that run reports a collection failure, the task is
+  // (python/task/kernelfoundry/lazy_imports.py); when that run reports a collection failure, the task is
   // collected once more with plain imports, and that run's result and error text are the answer.
   ProcessRun run = RunCollector(task_dir, options, options.eager);
   if (run.reason == TerminationReason::kExited && !options.eager) {

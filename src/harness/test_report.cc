@@ -174,23 +174,25 @@ Classification RequireRuntimes(Classification verdict, const TestReport& report,
           "no runtime measurement for benchmark(s): " + missing + " (measure_runtime was not called)"};
 }
 
-Classification JudgeTiming(const Json& paired_records) {
+EvalStatus EvalStatusFor(PairedStatus status) {
+  switch (status) {
+    case PairedStatus::kCorrect: return EvalStatus::kCorrect;
+    case PairedStatus::kNoisy: return EvalStatus::kNoisy;
+    case PairedStatus::kSuspicious: return EvalStatus::kSuspicious;
+    case PairedStatus::kInputMutated: return EvalStatus::kInputMutated;
+    case PairedStatus::kOutputChangedUnderTiming: return EvalStatus::kOutputChangedUnderTiming;
+    case PairedStatus::kError: break;
+  }
+  return EvalStatus::kTestError;
+}
+
+Classification JudgeTiming(const PairedTiming& timing) {
   Classification worst{EvalStatus::kCorrect, ""};
-  if (!paired_records.is_object()) return worst;
-  for (const auto& [name, record] : paired_records.items()) {
-    const std::string status = record.is_object() ? record.value("status", std::string()) : std::string();
-    std::optional<EvalStatus> s;
-    if (status == "error") s = EvalStatus::kTestError;
-    else if (status == "correct" || status == "noisy" || status == "suspicious" || status == "input_mutated" ||
-             status == "output_changed_under_timing")
-      s = EvalStatusFromName(status);
-    if (!s) {
-      return {EvalStatus::kTestError, "protocol error: the timing record of " + name + " is invalid"};
-    }
-    if (PerfScoreFor(*s) < PerfScoreFor(worst.status) ||
-        (worst.status == EvalStatus::kCorrect && *s != EvalStatus::kCorrect)) {
-      const std::string detail = record.value("detail", std::string());
-      worst = {*s, name + (detail.empty() ? "" : ": " + detail)};
+  for (const auto& [name, record] : timing.records) {
+    const EvalStatus s = EvalStatusFor(record.status);
+    if (PerfScoreFor(s) < PerfScoreFor(worst.status) ||
+        (worst.status == EvalStatus::kCorrect && s != EvalStatus::kCorrect)) {
+      worst = {s, name + (record.detail.empty() ? "" : ": " + record.detail)};
     }
   }
   return worst;
@@ -198,9 +200,15 @@ Classification JudgeTiming(const Json& paired_records) {
 
 void FillPairedRun(const TestReport& report, PhaseRun* out) {
   const Json& doc = report.document;
-  out->timing = Json{{"paired", doc.value("paired", Json::object())},
-                     {"conditions", doc.value("conditions", Json::object())}};
-  out->verdict = JudgeTiming(out->timing["paired"]);
+  try {
+    out->timing = PairedTiming::FromJson(Json{{"paired", doc.value("paired", Json::object())},
+                                              {"conditions", doc.value("conditions", Json::object())}});
+  } catch (const Error& e) {
+    out->verdict = {EvalStatus::kTestError, "protocol error: the timing record " + e.field() + " is invalid: " +
+                                                e.message()};
+    return;
+  }
+  out->verdict = JudgeTiming(*out->timing);
   ProcessResult ref = out->result;
   ref.output_data = Json{{"runtimes", doc.value("reference_runtimes", Json::object())}};
   Classification ref_verdict{EvalStatus::kCorrect, ""};
@@ -221,7 +229,7 @@ void JudgePerformanceRun(const TestReport& report, const std::vector<std::string
                          const std::function<std::string(const std::string&)>& runtime_key, PhaseRun* out) {
   out->verdict = RequireRuntimes(out->verdict, report, expected, runtime_key);
   if (paired && out->verdict.status == EvalStatus::kCorrect) FillPairedRun(report, out);
-  if (out->verdict.status == EvalStatus::kCorrect || out->timing.is_object()) {
+  if (out->verdict.status == EvalStatus::kCorrect || out->timing) {
     out->result.output_data = Json{{"runtimes", report.runtimes}};
   } else if (out->verdict.status == EvalStatus::kNoMeasurement) {
     out->result.returncode = -1;

@@ -79,15 +79,18 @@ Classification RequireRuntimes(Classification verdict, const TestReport& report,
                                const std::vector<std::string>& expected,
                                const std::function<std::string(const std::string&)>& runtime_key);
 
-/// The verdict of a paired performance run's timing records ({benchmark: {"status", "detail", …}}, see
-/// kernelfoundry/paired.py): the worst status over the benchmarks (lowest perf_score; output_changed_under_timing,
-/// input_mutated, suspicious, noisy, correct), its detail prefixed with the benchmark. kCorrect when every
-/// record is correct; records that are not objects or name an unknown status are a test_error.
-Classification JudgeTiming(const Json& paired_records);
+/// The EvalStatus of a timing record's status: the same-named one; error → test_error.
+EvalStatus EvalStatusFor(PairedStatus status);
 
-/// For a paired performance run judged correct so far: the timing document ({"paired", "conditions"}) into
-/// out->timing, the verdict from JudgeTiming, and the reference side (its runtimes from "reference_runtimes",
-/// its verdict from "reference_tests") into out->reference_result / reference_verdict.
+/// The verdict of a paired performance run's timing records: the worst status over the benchmarks (lowest
+/// perf_score; output_changed_under_timing, input_mutated, suspicious, noisy, correct), its detail prefixed
+/// with the benchmark. kCorrect when every record is correct.
+Classification JudgeTiming(const PairedTiming& timing);
+
+/// For a paired performance run judged correct so far: the timing document's records and conditions into
+/// out->timing (typed; a malformed record makes the verdict test_error "protocol error: …"), the verdict from
+/// JudgeTiming, and the reference side (its runtimes from "reference_runtimes", its verdict from
+/// "reference_tests") into out->reference_result / reference_verdict.
 void FillPairedRun(const TestReport& report, PhaseRun* out);
 
 /// The performance-phase judgement both harnesses share: RequireRuntimes on out->verdict, FillPairedRun for a

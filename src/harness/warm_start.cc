@@ -26,6 +26,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/json.hpp"
+#include "kernelfoundry/resources.hpp"
 
 extern char** environ;
 
@@ -126,6 +127,17 @@ void Start(Zygote& z, const std::string& python, std::map<std::string, std::stri
   for (const char* name : kPerRunNames) env.erase(name);
   for (const char* name : {"TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME", "MPLCONFIGDIR", "HOME"}) {
     env[name] = (z.dir / "tmp").string();
+  }
+  // The zygote itself is host side (kernelfoundry.zygote, kernelfoundry._contain): the host directory goes last on
+  // its path, after the run's (the task side first, so that its package is the one imported). Its workers drop it
+  // before they run anything of the task (zygote.py), as they take their client's environment.
+  try {
+    const std::string host = HostPythonDir().path.string();
+    std::string& path = env["PYTHONPATH"];
+    path = path.empty() ? host : path + ":" + host;
+  } catch (const Error& e) {
+    z.failed = e.what();
+    return;
   }
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
@@ -279,9 +291,10 @@ std::string UseWarmStart(ProcessOptions& o) {
   Json registration = Json::object();
   registration["token"] = Token();
   registration["argv"] = o.argv;
-  // The run's child-side containment as data (the same plan the process runner applies to the client): the
-  // worker applies it after taking the client's cgroups, limits, cwd and environment.
-  registration["sandbox"] = ChildSandboxPlan(o);
+  // The run's child-side containment request (Landlock with its read allow-list, the sandbox user, the seccomp
+  // filter; issue 25): the worker makes the same plan from it as the process runner makes for the client
+  // (kernelfoundry._contain -> ChildPolicy, ContainSelf) after taking the client's cgroups and limits.
+  registration["contain"] = ChildContainmentRequest(o);
   const std::string line = DumpJson(registration) + "\n";
 
   Zygotes& all = AllZygotes();

@@ -2,12 +2,14 @@
 //
 // A test phase started cold pays ~1.5-2 s of interpreter start and torch / numpy / pytest imports before its
 // first test. With warm starts, kf keeps one pre-initialised Python per distinct test environment (a "zygote",
-// python/kernelfoundry/zygote.py: those modules imported, no task code) and a run's command becomes a small
-// client (python/kernelfoundry/warm_client.py) that the process runner starts and contains exactly as before
-// (session, cgroup, scrubbed environment, Landlock, limits, timeouts, output caps). The zygote forks a worker
-// that takes the client's cgroups, limits, working directory and environment from the client process itself and
-// kf's Landlock policy, then runs pytest with the client's descriptors; the client ends with the worker's
-// status. Whatever cannot start warm starts cold, from the client, with one line on stderr saying why.
+// python/host/kernelfoundry/zygote.py, host side: those modules imported, no task code) and a run's command
+// becomes a small client (python/task/kernelfoundry/warm_client.py, task side) that the process runner starts and
+// contains exactly as before (session, cgroup, scrubbed environment, Landlock, limits, timeouts, output caps). The
+// zygote forks a worker that takes the client's containment through the exec module's own function
+// (src/exec/contain.hpp ContainLikePeer -> ContainSelf, the shepherd's, via the binding kernelfoundry._contain):
+// the client's cgroups and limits and kf's Landlock policy; then its working directory and environment, drops
+// the host directory and host modules, and runs pytest with the client's descriptors; the client ends with the
+// worker's status. Whatever cannot start warm starts cold, from the client, with one line on stderr saying why.
 //
 // Warm starts need each run in its own cgroup v2 (kf::CgroupTreeContainment), because the worker is not a
 // descendant of the runner's shepherd; without one every run starts cold. $KF_WARM_START: unset/"on" = warm

@@ -22,7 +22,7 @@ std::optional<EvalResult> InfrastructureFailure(const BuildStageResult& builds);
 void NoteIsolation(EvalResult& result);
 
 /// Checks the parts of a task's config that the test stage reads (eval_config.threads, eval_config.allocator,
-/// eval_config.timing: mode, layouts, layout_block, processes), so that Evaluate can reject them before any
+/// eval_config.timing: processes, the loop and verdict knobs, removed keys), so that Evaluate can reject them before any
 /// build. Throws kf::Error (kInvalidArgument) naming config.yaml and the field. Defined in test_stage.cc.
 void ValidateTestConfig(const Task& task);
 

@@ -309,6 +309,15 @@ void NoteIsolation(EvalResult& result) {
   }
 }
 
+BuildPlan PlanBuilds(const Task& task, const HarnessDescriptor& kind, bool test_candidate, bool test_reference,
+                     std::string arch_list) {
+  BuildPlan plan;
+  plan.candidate = (test_candidate || (test_reference && kind.reference_uses_candidate_build)) && task.has_build_step;
+  plan.reference = test_reference && task.has_reference_build_step;
+  plan.arch_list = std::move(arch_list);
+  return plan;
+}
+
 BuildStageResult RunBuildStage(const Harness& harness, Task& task, const BuildPlan& plan,
                                const EvaluateOptions& options) {
   BuildStageResult out;

@@ -115,12 +115,7 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
 
   // ---- build ----
   const Clock::time_point tb = Clock::now();
-  // A reference-only run of a kind whose reference runs the candidate's build (native) still builds it.
-  BuildPlan plan;
-  plan.candidate =
-      (want_candidate || (want_reference && kind.reference_uses_candidate_build)) && ev.task.has_build_step;
-  plan.reference = want_reference && ev.task.has_reference_build_step;
-  plan.arch_list = arch_list;
+  const BuildPlan plan = PlanBuilds(ev.task, kind, want_candidate, want_reference, arch_list);
   BuildStageResult builds = runner->Build(ev.task, plan, options);
   ev.build_s = SecondsSince(tb);
   ev.kept_dirs = builds.kept_dirs;

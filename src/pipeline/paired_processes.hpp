@@ -15,33 +15,44 @@
 
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/json.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 
 namespace kf::paired_processes {
 
-/// One benchmark's paired records from K processes (kernelfoundry/paired.py records: "paired", "status",
-/// "candidate_ms", "reference_ms" per measured round, …) merged into one record of the same shape: the
-/// speedup is the median of every round's reference_ms / candidate_ms, the interval GroupedMedianCI with the
-/// process as the group, status "correct" when its half-width is ≤ `target_rel_half_width` of the median and
-/// "noisy" otherwise; rounds, warm-up and checked rounds, elapsed_s and the after-return CPU are summed, the
-/// per-round lists concatenated; "processes" = K, "process_speedups" and "process_cis" keep each process's
-/// own result. A record that is not a paired correct/noisy one (a caught cheat, an error, an unpaired
-/// benchmark) wins instead, unchanged but for "processes" = K and "process" (its 0-based index). One record:
-/// returned unchanged. Throws kf::Error(kInvalidArgument) for an empty list or per-round lists of different
-/// lengths or with values ≤ 0.
-Json MergeRecords(const std::vector<Json>& records, double target_rel_half_width, uint64_t seed);
+/// The plan of a paired performance phase: what each timed process does and how many run.
+struct ProcessPlan {
+  /// The loop and verdict knobs (paired_record.hpp). budget_s is the whole phase's: each of the `processes`
+  /// gets budget_s / processes; seed is the first process's (process i uses seed + i).
+  PairedOptions timing;
+  int64_t processes = 3;      ///< timed processes that always run
+  int64_t max_processes = 9;  ///< more run while the merged interval misses the target and the budget lasts
 
-/// K paired performance runs of one candidate (PhaseRun with timing {"paired": {benchmark: record},
-/// "conditions"}) as one: records merged with MergeRecords, the runtimes lists of both sides
-/// (output_data.runtimes) and the outputs (stdout, stderr, under a "timed process i of K" line) concatenated,
-/// wall_s summed, the verdict the worst record's status (as the harness
+  /// From the test stage's timing options (eval_config.timing after its caps and checks; the pytest plugin's
+  /// defaults where it says nothing: budget 20 s, seed 20261130). Throws kf::Error like PairedOptionsFromJson.
+  static ProcessPlan FromJson(const Json& timing_options);
+};
+
+/// One benchmark's paired records from K processes merged into one record: the speedup is the median of every
+/// round's reference_ms / candidate_ms, the interval GroupedMedianCI with the process as the group, the status
+/// JudgePaired's for a merged record (correct, or noisy when the interval misses `options`' target); rounds,
+/// warm-up and checked rounds, elapsed and window seconds and the after-return CPU are summed, the per-round
+/// lists concatenated; processes = K, process_rounds and process_speedups keep each process's own result. A
+/// record that is not a paired correct/noisy one (a caught cheat, an error, an unpaired benchmark) wins instead,
+/// unchanged but for processes = K and process (its 0-based index). One record: returned unchanged. Throws
+/// kf::Error(kInvalidArgument) for an empty list or per-round lists of different lengths or with values ≤ 0.
+PairedRecord MergeRecords(const std::vector<PairedRecord>& records, const PairedOptions& options);
+
+/// K paired performance runs of one candidate (PhaseRun with timing) as one: records merged with MergeRecords,
+/// the runtimes lists of both sides (output_data.runtimes) and the outputs (stdout, stderr, under a "timed
+/// process i of K" line) concatenated, wall_s summed, the verdict the worst record's status (as the harness
 /// judges one run). The first run whose verdict is not in the correct family, or that has no timing, is
 /// returned as it is (a failure in any process is the candidate's verdict); records that cannot be merged give
 /// the first run with verdict test_error ("protocol error: …"). Throws kf::Error for an empty list.
-PhaseRun MergeRuns(std::vector<PhaseRun> runs, double target_rel_half_width, uint64_t seed);
+PhaseRun MergeRuns(std::vector<PhaseRun> runs, const PairedOptions& options);
 
 /// True when the paired performance runs so far need no further process: one of them is not a paired run in
-/// the correct family (that run is the verdict), or every benchmark's merged record (MergeRecords) reaches
-/// `target_rel_half_width`, or the records cannot be merged (MergeRuns reports that).
-bool ReachedTarget(const std::vector<PhaseRun>& runs, double target_rel_half_width, uint64_t seed);
+/// the correct family (that run is the verdict), or no benchmark's merged record (MergeRecords) is noisy, or
+/// the records cannot be merged (MergeRuns reports that).
+bool ReachedTarget(const std::vector<PhaseRun>& runs, const PairedOptions& options);
 
 }  // namespace kf::paired_processes

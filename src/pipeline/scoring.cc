@@ -70,18 +70,10 @@ std::string GpuName(const std::optional<Json>& worker_info) {
 
 double Sanitize(double v) { return std::isfinite(v) ? v : -1.0; }
 
-// The statuses a paired performance run's timing can give (paired.py records).
+// The statuses a paired performance run's timing can give (PairedStatus, JudgeTiming).
 bool IsTimingVerdict(EvalStatus s) {
   return s == EvalStatus::kCorrect || s == EvalStatus::kNoisy || s == EvalStatus::kSuspicious ||
          s == EvalStatus::kInputMutated || s == EvalStatus::kOutputChangedUnderTiming;
-}
-
-// The paired record of benchmark `name` in a timing document, or nullptr (absent, or not paired).
-const Json* PairedRecord(const Json& timing, const std::string& name) {
-  if (!timing.is_object() || !timing.contains("paired") || !timing["paired"].is_object()) return nullptr;
-  auto it = timing["paired"].find(name);
-  if (it == timing["paired"].end() || !it->is_object() || !it->value("paired", false)) return nullptr;
-  return &*it;
 }
 
 void SetStatus(EvalResult& r, EvalStatus status, std::string detail) {
@@ -158,189 +150,224 @@ Json EvalResult::ToJson() const {
   return j;
 }
 
-EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<TestResult>& reference,
-                             const ConvertOptions& options) {
-  EvalResult r;
-  r.compiled = true;
-  r.metadata["eval_worker_info"] = candidate.worker_info ? *candidate.worker_info : Json(nullptr);
+namespace {
 
+/// convert_test_result_to_exec_result in steps (ConvertTestResult): each step fills `r` and says whether the
+/// result is final.
+class Converter {
+ public:
+  Converter(const TestResult& candidate, const std::optional<TestResult>& reference, const ConvertOptions& options)
+      : candidate_(candidate), reference_(reference), options_(options) {}
+
+  EvalResult Run() {
+    r_.compiled = true;
+    r_.metadata["eval_worker_info"] = candidate_.worker_info ? *candidate_.worker_info : Json(nullptr);
+    if (ReferenceFailed() || !Correct()) return std::move(r_);
+    CandidateRuntimes();
+    PerformanceFailure();
+    if (options_.timing) r_.timing = options_.timing->ToJson();
+    if (!reference_) return Finish(EvalStatus::kNoReference, "no reference run to compare with");
+    return Speedups();
+  }
+
+ private:
   // The reference raises "Reference test failed, cannot proceed…" (an evaluation error, perf 0).
-  const bool reference_failed =
-      reference && reference->correctness_result &&
-      (options.reference_correctness ? !IsCorrectFamily(options.reference_correctness->status) &&
-                                           options.reference_correctness->status != EvalStatus::kSkipped
-                                     : reference->correctness_result->returncode != 0);
-  if (reference_failed) {
-    const ProcessResult& ref = *reference->correctness_result;
-    r.eval_log = "Reference test failed, cannot proceed with the evaluation.\n" +
-                 PostprocessPytestOutput(ref.stdout_text + "\n" + ref.stderr_text, options.log_cap_chars) + "\n";
-    const Classification c = options.reference_correctness ? *options.reference_correctness : ClassifyFromWire(ref);
-    SetStatus(r, EvalStatus::kReferenceFailed, "reference: " + std::string(EvalStatusName(c.status)) +
-                                                   (c.detail.empty() ? "" : " (" + c.detail + ")"));
-    return r;
+  bool ReferenceFailed() {
+    const bool failed =
+        reference_ && reference_->correctness_result &&
+        (options_.reference_correctness ? !IsCorrectFamily(options_.reference_correctness->status) &&
+                                              options_.reference_correctness->status != EvalStatus::kSkipped
+                                        : reference_->correctness_result->returncode != 0);
+    if (!failed) return false;
+    const ProcessResult& ref = *reference_->correctness_result;
+    r_.eval_log = "Reference test failed, cannot proceed with the evaluation.\n" +
+                  PostprocessPytestOutput(ref.stdout_text + "\n" + ref.stderr_text, options_.log_cap_chars) + "\n";
+    const Classification c = options_.reference_correctness ? *options_.reference_correctness : ClassifyFromWire(ref);
+    SetStatus(r_, EvalStatus::kReferenceFailed, "reference: " + std::string(EvalStatusName(c.status)) +
+                                                    (c.detail.empty() ? "" : " (" + c.detail + ")"));
+    return true;
   }
 
-  if (!candidate.correctness_result) {
-    r.eval_log = "No test results found for " + options.variant + " task.\n";
-    SetStatus(r, EvalStatus::kNoTestResult, "no correctness result for variant " + options.variant);
-    return r;
-  }
-  const ProcessResult& corr = *candidate.correctness_result;
-  r.eval_log = "\nTest result on platform " + GpuName(candidate.worker_info) + ":\n" +
-               PostprocessPytestOutput(corr.stdout_text + "\n" + corr.stderr_text, options.log_cap_chars) +
-               "\n";
-  if (corr.message && !corr.message->empty()) r.eval_log += *corr.message + "\n";
-
-  const Classification c = options.correctness ? *options.correctness : ClassifyFromWire(corr);
-  if (!IsCorrectFamily(c.status)) {
-    SetStatus(r, c.status, c.detail);
-    if (c.status == EvalStatus::kBuildError) r.compiled = false;  // a kernel built at test time (JIT) failed
-    return r;
-  }
-  r.correctness = true;
-  r.eval_log += "The kernel compiles and is correct, great job!\n";
-
-  // --- candidate timings ---
-  std::vector<std::string> problems;  // non-empty -> kNoMeasurement
-  std::vector<Bench> benches;
-  const std::optional<ProcessResult>& perf = candidate.performance_result;
-  bool none_reported = false;  // the reference's single "timed_out_test" benchmark
-  if (auto runtimes = ExtractRuntimes(perf)) {
-    benches = std::move(*runtimes);
-  } else {
-    none_reported = true;
-    r.eval_log += "\nNo runtime measurement found for " + options.variant + ". Setting runtime to high value.\n";
-    benches.push_back({"timed_out_test", {}, "no runtimes were reported"});
-    problems.push_back("no runtimes were reported");
-  }
-  // A paired run's timing verdicts (noisy, suspicious, input_mutated, output_changed_under_timing) come with
-  // runtimes: they decide the status below, they are not a failed performance run.
-  const bool timing_verdict = options.performance && IsTimingVerdict(options.performance->status);
-  const bool perf_failed = options.performance ? !IsCorrectFamily(options.performance->status) && !timing_verdict
-                                               : perf && perf->returncode != 0;
-  if (perf && perf_failed) {
-    const std::string msg = perf->message.value_or("");
-    const bool timeout = options.performance ? options.performance->status == EvalStatus::kTestTimeout
-                                             : msg.find("timed out") != std::string::npos ||
-                                                   msg.find("inactivity") != std::string::npos;
-    r.eval_log += timeout ? std::string("There was a timeout error during benchmarking.\n")
-                          : "There was an error during benchmarking (exit code " +
-                                std::to_string(perf->returncode) + ").\n";
-    std::string out = CapMiddle(CollapseTensorDumps(perf->stdout_text + "\n" + perf->stderr_text),
-                                options.log_cap_chars);
-    r.eval_log += out;
-    if (out.empty() || out.back() != '\n') r.eval_log += "\n";
-    problems.push_back(timeout ? "the performance run timed out"
-                       : options.performance && !options.performance->detail.empty()
-                           ? "the performance run failed: " + options.performance->detail
-                           : "the performance run failed with exit code " + std::to_string(perf->returncode));
-  }
-
-  std::vector<double> cand_mean(benches.size(), -1);
-  double sum_means = 0;
-  for (size_t i = 0; i < benches.size(); ++i) {
-    const Bench& b = benches[i];
-    BenchmarkRow row;
-    row.name = b.name;
-    if (!b.Valid()) {
-      // B18: the reference crashed on an empty list; we record the reference's "high value".
-      r.runtime_stats[b.name] = MissingStatsJson(none_reported ? 1 : 0);
-      if (!none_reported) {
-        r.eval_log += "\nNo runtime measurement found for " + options.variant + " benchmark " + b.name +
-                      ". Setting runtime to high value.\n";
-        problems.push_back(b.name + ": " + b.problem);
-      }
-    } else {
-      TimingStats s = ComputeTimingStats(b.samples);
-      r.runtime_stats[b.name] = TimingStatsToReferenceJson(s);
-      cand_mean[i] = s.mean;
-      row.candidate_mean_ms = s.mean;
-      row.num_trials = s.num_trials;
-      if (!(s.mean > 0)) problems.push_back(b.name + ": a mean of 0 ms is not a valid time");
+  // The candidate's correctness run: false when it decides the result (missing, or not correct).
+  bool Correct() {
+    if (!candidate_.correctness_result) {
+      r_.eval_log = "No test results found for " + options_.variant + " task.\n";
+      SetStatus(r_, EvalStatus::kNoTestResult, "no correctness result for variant " + options_.variant);
+      return false;
     }
-    sum_means += r.runtime_stats[b.name]["mean"].get<double>();
-    r.benchmarks.push_back(std::move(row));
+    const ProcessResult& corr = *candidate_.correctness_result;
+    r_.eval_log = "\nTest result on platform " + GpuName(candidate_.worker_info) + ":\n" +
+                  PostprocessPytestOutput(corr.stdout_text + "\n" + corr.stderr_text, options_.log_cap_chars) +
+                  "\n";
+    if (corr.message && !corr.message->empty()) r_.eval_log += *corr.message + "\n";
+    correctness_ = options_.correctness ? *options_.correctness : ClassifyFromWire(corr);
+    if (!IsCorrectFamily(correctness_.status)) {
+      SetStatus(r_, correctness_.status, correctness_.detail);
+      if (correctness_.status == EvalStatus::kBuildError) r_.compiled = false;  // a kernel built at test time
+      return false;
+    }
+    r_.correctness = true;
+    r_.eval_log += "The kernel compiles and is correct, great job!\n";
+    return true;
   }
-  // runtime = mean of the (rounded) benchmark means, like the reference.
-  r.runtime = sum_means / static_cast<double>(benches.size());
 
-  if (options.timing.is_object()) r.timing = options.timing;
-  auto finish = [&](EvalStatus ok_status, const std::string& detail) {
-    if (timing_verdict && options.performance->status != EvalStatus::kCorrect && problems.empty()) {
+  // The candidate's benchmarks: runtime_stats, benchmark rows, the mean runtime; problems for missing ones.
+  void CandidateRuntimes() {
+    if (auto runtimes = ExtractRuntimes(candidate_.performance_result)) {
+      benches_ = std::move(*runtimes);
+    } else {
+      none_reported_ = true;
+      r_.eval_log += "\nNo runtime measurement found for " + options_.variant + ". Setting runtime to high value.\n";
+      benches_.push_back({"timed_out_test", {}, "no runtimes were reported"});
+      problems_.push_back("no runtimes were reported");
+    }
+    cand_mean_.assign(benches_.size(), -1);
+    double sum_means = 0;
+    for (size_t i = 0; i < benches_.size(); ++i) {
+      const Bench& b = benches_[i];
+      BenchmarkRow row;
+      row.name = b.name;
+      if (!b.Valid()) {
+        // B18: the reference crashed on an empty list; we record the reference's "high value".
+        r_.runtime_stats[b.name] = MissingStatsJson(none_reported_ ? 1 : 0);
+        if (!none_reported_) {
+          r_.eval_log += "\nNo runtime measurement found for " + options_.variant + " benchmark " + b.name +
+                         ". Setting runtime to high value.\n";
+          problems_.push_back(b.name + ": " + b.problem);
+        }
+      } else {
+        TimingStats s = ComputeTimingStats(b.samples);
+        r_.runtime_stats[b.name] = TimingStatsToReferenceJson(s);
+        cand_mean_[i] = s.mean;
+        row.candidate_mean_ms = s.mean;
+        row.num_trials = s.num_trials;
+        if (!(s.mean > 0)) problems_.push_back(b.name + ": a mean of 0 ms is not a valid time");
+      }
+      sum_means += r_.runtime_stats[b.name]["mean"].get<double>();
+      r_.benchmarks.push_back(std::move(row));
+    }
+    // runtime = mean of the (rounded) benchmark means, like the reference.
+    r_.runtime = sum_means / static_cast<double>(benches_.size());
+  }
+
+  // A failed performance run (not a paired run's timing verdict, which comes with runtimes): logged, a problem.
+  void PerformanceFailure() {
+    const std::optional<ProcessResult>& perf = candidate_.performance_result;
+    const std::optional<Classification>& verdict = options_.performance;
+    timing_verdict_ = verdict && IsTimingVerdict(verdict->status);
+    const bool failed = verdict ? !IsCorrectFamily(verdict->status) && !timing_verdict_ : perf && perf->returncode != 0;
+    if (!perf || !failed) return;
+    const std::string msg = perf->message.value_or("");
+    const bool timeout = verdict ? verdict->status == EvalStatus::kTestTimeout
+                                 : msg.find("timed out") != std::string::npos ||
+                                       msg.find("inactivity") != std::string::npos;
+    r_.eval_log += timeout ? std::string("There was a timeout error during benchmarking.\n")
+                           : "There was an error during benchmarking (exit code " + std::to_string(perf->returncode) +
+                                 ").\n";
+    std::string out = CapMiddle(CollapseTensorDumps(perf->stdout_text + "\n" + perf->stderr_text), options_.log_cap_chars);
+    r_.eval_log += out;
+    if (out.empty() || out.back() != '\n') r_.eval_log += "\n";
+    problems_.push_back(timeout ? "the performance run timed out"
+                        : verdict && !verdict->detail.empty()
+                            ? "the performance run failed: " + verdict->detail
+                            : "the performance run failed with exit code " + std::to_string(perf->returncode));
+  }
+
+  // The status: a paired run's timing verdict when it is not correct (and nothing is missing), else
+  // no_measurement with the problems, else `ok_status` with the notes.
+  EvalResult Finish(EvalStatus ok_status, const std::string& detail) {
+    if (timing_verdict_ && options_.performance->status != EvalStatus::kCorrect && problems_.empty()) {
       // The timed calls were not trustworthy (or only noisy): that, not "correct", is the verdict.
-      SetStatus(r, options.performance->status, options.performance->detail);
-      r.correctness = IsCorrectFamily(r.status);
-      return r;
+      SetStatus(r_, options_.performance->status, options_.performance->detail);
+      r_.correctness = IsCorrectFamily(r_.status);
+      return std::move(r_);
     }
     std::vector<std::string> notes;
-    if (!c.detail.empty()) notes.push_back(c.detail);  // e.g. a passing run killed after its summary
-    if (!problems.empty()) {
-      notes.insert(notes.end(), problems.begin(), problems.end());
-      SetStatus(r, EvalStatus::kNoMeasurement, Join(notes, "; "));
+    if (!correctness_.detail.empty()) notes.push_back(correctness_.detail);  // e.g. a run killed after its summary
+    if (!problems_.empty()) {
+      notes.insert(notes.end(), problems_.begin(), problems_.end());
+      SetStatus(r_, EvalStatus::kNoMeasurement, Join(notes, "; "));
     } else {
       if (!detail.empty()) notes.push_back(detail);
-      SetStatus(r, ok_status, Join(notes, "; "));
+      SetStatus(r_, ok_status, Join(notes, "; "));
     }
-    return r;
-  };
-  if (!reference) return finish(EvalStatus::kNoReference, "no reference run to compare with");
-
-  // --- speedups against the reference ---
-  auto ref_runtimes = ExtractRuntimes(reference->performance_result);
-  if (!ref_runtimes) {
-    for (auto& [name, stats] : r.runtime_stats.items()) stats["speedup"] = kInvalidSpeedup;
-    r.runtime_improvement = kInvalidSpeedup;  // the reference's value, set directly (no geometric mean)
-    return finish(EvalStatus::kNoReference, "the reference run reported no runtimes");
+    return std::move(r_);
   }
-  std::vector<double> speedups;
-  std::vector<std::string> unmatched;
-  for (size_t i = 0; i < benches.size(); ++i) {
-    const std::string& name = benches[i].name;
-    Json& stats = r.runtime_stats[name];
-    BenchmarkRow& row = r.benchmarks[i];
-    double ref_mean = -1;
-    for (const Bench& rb : *ref_runtimes) {
-      if (rb.name == name && rb.Valid()) ref_mean = ComputeTimingStats(rb.samples).mean;
+
+  // Speedups against the reference's runtimes, or the paired record's where the benchmark has one.
+  EvalResult Speedups() {
+    auto ref_runtimes = ExtractRuntimes(reference_->performance_result);
+    if (!ref_runtimes) {
+      for (auto& [name, stats] : r_.runtime_stats.items()) stats["speedup"] = kInvalidSpeedup;
+      r_.runtime_improvement = kInvalidSpeedup;  // the reference's value, set directly (no geometric mean)
+      return Finish(EvalStatus::kNoReference, "the reference run reported no runtimes");
     }
+    std::vector<double> speedups;
+    std::vector<std::string> unmatched;
+    for (size_t i = 0; i < benches_.size(); ++i) {
+      double ref_mean = -1;
+      for (const Bench& rb : *ref_runtimes) {
+        if (rb.name == benches_[i].name && rb.Valid()) ref_mean = ComputeTimingStats(rb.samples).mean;
+      }
+      speedups.push_back(Speedup(i, ref_mean, &unmatched));
+    }
+    // The reference's geometric mean includes the sentinels (e.g. 4.5e-05 for 2.03 and 9.999e-10).
+    r_.runtime_improvement = GeometricMean(speedups);
+    const bool matched = std::any_of(r_.benchmarks.begin(), r_.benchmarks.end(),
+                                     [](const BenchmarkRow& b) { return b.speedup > 0; });
+    if (!matched) return Finish(EvalStatus::kNoReference, "no benchmark has a reference timing");
+    return Finish(EvalStatus::kCorrect, unmatched.empty() ? "" : "no reference timing for: " + Join(unmatched, ", "));
+  }
+
+  // Benchmark i's speedup (B16: both means unrounded, no division by a zero, missing or invalid mean); a paired
+  // record's median per-round ratio, with its interval, where there is one. Fills its row and stats; a valid
+  // candidate mean without a reference mean goes to *unmatched.
+  double Speedup(size_t i, double ref_mean, std::vector<std::string>* unmatched) {
+    Json& stats = r_.runtime_stats[benches_[i].name];
+    BenchmarkRow& row = r_.benchmarks[i];
     double speedup = kInvalidSpeedup;
     if (ref_mean > 0) row.reference_mean_ms = ref_mean;
-    // B16: both means unrounded; no division by a zero, missing or invalid mean.
-    if (ref_mean > 0 && cand_mean[i] > 0) {
-      speedup = ref_mean / cand_mean[i];
+    if (ref_mean > 0 && cand_mean_[i] > 0) {
+      speedup = ref_mean / cand_mean_[i];
       if (!std::isfinite(speedup) || !(speedup > 0)) speedup = kInvalidSpeedup;
     }
     if (speedup != kInvalidSpeedup) {
       stats["ref_speed"] = RoundSignificant(ref_mean);
       row.speedup = speedup;
-    } else if (benches[i].Valid() && cand_mean[i] > 0) {
-      unmatched.push_back(name);
+    } else if (benches_[i].Valid() && cand_mean_[i] > 0) {
+      unmatched->push_back(benches_[i].name);
     }
-    // Paired: the median of the per-round ratios measured in one process, with its interval.
-    if (const Json* rec = PairedRecord(options.timing, name)) {
-      const double paired = rec->value("speedup", -1.0);
-      if (std::isfinite(paired) && paired > 0 && cand_mean[i] > 0) {
-        speedup = paired;
-        row.speedup = paired;
-        row.paired = true;
-        row.num_trials = rec->value("rounds", 0);
-        const Json ci = rec->value("ci", Json::array());
-        if (ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number()) {
-          row.speedup_ci_low = ci[0].get<double>();
-          row.speedup_ci_high = ci[1].get<double>();
-        }
-        if (ref_mean > 0) stats["ref_speed"] = RoundSignificant(ref_mean);
-      }
+    const PairedRecord* rec = options_.timing ? options_.timing->Find(benches_[i].name) : nullptr;
+    if (rec && rec->paired && std::isfinite(rec->speedup.median) && rec->speedup.median > 0 && cand_mean_[i] > 0) {
+      speedup = rec->speedup.median;
+      row.speedup = speedup;
+      row.paired = true;
+      row.num_trials = rec->rounds;
+      row.speedup_ci_low = rec->speedup.low;
+      row.speedup_ci_high = rec->speedup.high;
+      if (ref_mean > 0) stats["ref_speed"] = RoundSignificant(ref_mean);
     }
     stats["speedup"] = speedup;
-    speedups.push_back(speedup);
+    return speedup;
   }
-  // The reference's geometric mean includes the sentinels (e.g. 4.5e-05 for 2.03 and 9.999e-10).
-  r.runtime_improvement = GeometricMean(speedups);
-  const size_t matched = static_cast<size_t>(
-      std::count_if(r.benchmarks.begin(), r.benchmarks.end(), [](const BenchmarkRow& b) { return b.speedup > 0; }));
-  if (matched == 0) return finish(EvalStatus::kNoReference, "no benchmark has a reference timing");
-  return finish(EvalStatus::kCorrect,
-                unmatched.empty() ? "" : "no reference timing for: " + Join(unmatched, ", "));
+
+  const TestResult& candidate_;
+  const std::optional<TestResult>& reference_;
+  const ConvertOptions& options_;
+  EvalResult r_;
+  Classification correctness_{EvalStatus::kCorrect, ""};
+  std::vector<Bench> benches_;
+  std::vector<double> cand_mean_;
+  std::vector<std::string> problems_;  // non-empty -> kNoMeasurement
+  bool none_reported_ = false;         // the reference's single "timed_out_test" benchmark
+  bool timing_verdict_ = false;        // a paired run's timing verdict (comes with runtimes)
+};
+
+}  // namespace
+
+EvalResult ConvertTestResult(const TestResult& candidate, const std::optional<TestResult>& reference,
+                             const ConvertOptions& options) {
+  return Converter(candidate, reference, options).Run();
 }
 
 EvalResult ReferenceOnlyResult(const TestResult& reference, const ConvertOptions& options) {

@@ -153,15 +153,19 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
     wanted = std::min(wanted, std::atof(env));
   }
   o["budget_s"] = std::max(0.5, std::min(wanted, cap));
-  // eval_config.timing.mode: "paired" (default) or "separate" (each side in its own run, as the reference
-  // does; kept for comparisons such as bench/noise_bench).
-  const Json mode = o.value("mode", Json("paired"));
-  if (mode != "paired" && mode != "separate") {
-    throw Error(ErrorKind::kInvalidArgument, "expected \"paired\" or \"separate\", got " + mode.dump(),
-                "config.yaml", "eval_config.timing.mode");
+  // Keys of mechanisms that were removed: refused, naming what replaced them (eval_config.timing exists only in
+  // task packages written for kf, so no reference package carries them, and a request that is no longer honoured
+  // must not pass silently: separate timing would come back paired).
+  for (const auto& [key, why] : {std::pair<const char*, const char*>{"mode", "timing is always paired with the reference "
+                                     "(separate timing was removed; bench/noise_bench keeps it as its baseline)"},
+                                 {"layouts", "process layouts were removed; eval_config.timing.processes repeats the "
+                                     "paired phase in fresh processes"},
+                                 {"layout_block", "process layouts were removed"}}) {
+    if (o.contains(key)) {
+      throw Error(ErrorKind::kInvalidArgument, std::string("expected no '") + key + "': " + why, "config.yaml",
+                  std::string("eval_config.timing.") + key);
+    }
   }
-  // eval_config.timing.layouts: executor processes per side (kernelfoundry.paired.Capture); each is a whole
-  // process with the candidate loaded, so the count is bounded. layout_block: rounds per visit of a layout.
   // eval_config.timing.processes: paired runs per candidate, each a fresh test process with 1/processes of the
   // budget, merged at the process level (pipeline/paired_processes.hpp). Default 3: with one process, 9 of 20
   // intervals of identical candidates under a CPU hog missed 1.00 (a per-process offset); with three, 40 of 40
@@ -186,14 +190,20 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
       o["processes"] = n;
     }
   }
-  for (const auto& [key, top] : {std::pair<const char*, int64_t>{"layouts", 64}, {"layout_block", 1 << 20},
-                                 {"processes", 16}, {"max_processes", 48}}) {
+  for (const auto& [key, top] : {std::pair<const char*, int64_t>{"processes", 16}, {"max_processes", 48}}) {
     if (o.contains(key) &&
         !(o[key].is_number_integer() && o[key].get<int64_t>() >= 1 && o[key].get<int64_t>() <= top)) {
       throw Error(ErrorKind::kInvalidArgument,
                   "expected a whole number from 1 to " + std::to_string(top) + ", got " + o[key].dump(),
                   "config.yaml", std::string("eval_config.timing.") + key);
     }
+  }
+  // The loop's and the verdict's knobs (type and range), before anything is built.
+  try {
+    PairedOptionsFromJson(o);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kInvalidArgument, e.message(), "config.yaml",
+                "eval_config.timing" + (e.field().empty() ? std::string() : "." + e.field()));
   }
   return o;
 }
@@ -235,26 +245,22 @@ PhaseRun RunPhase(const EvaluateOptions& options, Phase phase, const TestRequest
 // `max_processes` (regression, 2026-12-01: bias_relu fast.cpp was `noisy` at ±2.1 % after 5.5 s of a 20 s
 // budget on a quiet machine: the phase stopped before "the target or the budget" as the issue asks).
 PhaseRun RunPairedProcesses(const EvaluateOptions& options, const Harness& harness, const TestRequest& req,
-                            int64_t processes, int64_t max_processes) {
-  const Json& o = req.timing_options;
-  auto number = [&](const char* key, double fallback) {  // defaults: kernelfoundry.paired.DEFAULTS
-    return o.contains(key) && o[key].is_number() ? o[key].get<double>() : fallback;
-  };
-  const double budget = number("budget_s", 20.0), target = number("target_rel_half_width", 0.02);
-  const uint64_t seed = o.contains("seed") && o["seed"].is_number_unsigned() ? o["seed"].get<uint64_t>() : 20261130;
+                            const paired_processes::ProcessPlan& plan) {
+  const double budget = plan.timing.budget_s;
+  const int64_t processes = plan.processes, max_processes = plan.max_processes;
   std::vector<PhaseRun> runs;
   double spent_s = 0;  // wall seconds of the processes so far
   for (int64_t i = 0; i == 0 || !options.stop.stop_requested(); ++i) {
     if (i >= processes) {
       const double per_process = spent_s / static_cast<double>(i);
       if (i >= max_processes || spent_s + per_process > budget ||
-          paired_processes::ReachedTarget(runs, target, seed)) {
+          paired_processes::ReachedTarget(runs, plan.timing)) {
         break;
       }
     }
     TestRequest one = req;
     one.timing_options["budget_s"] = std::max(0.5, budget / static_cast<double>(processes));
-    one.timing_options["seed"] = seed + static_cast<uint64_t>(i);
+    one.timing_options["seed"] = plan.timing.seed + static_cast<uint64_t>(i);
     EvaluateOptions numbered = options;  // progress names the process: "custom+reference [2/3]"
     if (options.progress) {
       numbered.progress = [&, i](const PhaseEvent& e) {
@@ -266,9 +272,9 @@ PhaseRun RunPairedProcesses(const EvaluateOptions& options, const Harness& harne
     }
     runs.push_back(RunPhase(numbered, Phase::kPerformance, one, [&] { return harness.Performance(one); }));
     spent_s += runs.back().wall_s;
-    if (!IsCorrectFamily(runs.back().verdict.status) || !runs.back().timing.is_object()) break;
+    if (!IsCorrectFamily(runs.back().verdict.status) || !runs.back().timing) break;
   }
-  return paired_processes::MergeRuns(std::move(runs), target, seed);
+  return paired_processes::MergeRuns(std::move(runs), plan.timing);
 }
 
 }  // namespace
@@ -340,11 +346,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
   if (std::string m = MeasureOptionsJson(task.config); !m.empty()) env["KERNELFOUNDRY_MEASURE_OPTIONS"] = m;
   for (const auto& [k, v] : options.test_env) env[k] = v;
   Json timing_options = TimingOptions(task, limits);
-  const std::string mode = timing_options.value("mode", std::string("paired"));
-  timing_options.erase("mode");
-  const bool pair = mode == "paired";
-  const int64_t processes = timing_options.value("processes", int64_t{1});
-  const int64_t max_processes = std::max(processes, timing_options.value("max_processes", 3 * processes));
+  const paired_processes::ProcessPlan plan = paired_processes::ProcessPlan::FromJson(timing_options);
   timing_options.erase("processes");
   timing_options.erase("max_processes");
   DeviceSlots& slots = options.slots ? *options.slots : ProcessDeviceSlots();
@@ -413,20 +415,21 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
       if (!lease.held()) break;
       TestRequest req = request(variants[i]);
       req.expected_tests = task.profile_tests;
-      if (reference_ok && pair) req.paired_with = *reference;
+      if (reference_ok) req.paired_with = *reference;
       const Json load_before = LoadAverage();
-      PhaseRun p = req.paired_with && processes > 1
-                       ? RunPairedProcesses(options, harness, req, processes, max_processes)
+      PhaseRun p = req.paired_with && plan.processes > 1
+                       ? RunPairedProcesses(options, harness, req, plan)
                        : RunPhase(options, Phase::kPerformance, req, [&] { return harness.Performance(req); });
       run.result.performance_result = std::move(p.result);
       run.performance = std::move(p.verdict);
       run.performance_s = p.wall_s;
-      if (p.timing.is_object()) {
+      if (p.timing) {
         run.timing = std::move(p.timing);
-        run.timing["conditions"]["load_before"] = load_before;
-        run.timing["conditions"]["load_after"] = LoadAverage();
-        run.timing["conditions"]["threads"] = conditions.threads;
-        run.timing["conditions"]["allocator"] = conditions.allocator;
+        Json& c = run.timing->conditions;
+        c["load_before"] = load_before;
+        c["load_after"] = LoadAverage();
+        c["threads"] = conditions.threads;
+        c["allocator"] = conditions.allocator;
       }
       if (p.reference_result && reference_run) {
         reference_run->result.performance_result = std::move(p.reference_result);
@@ -434,7 +437,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
         reference_run->performance_s = p.wall_s;
       }
     }
-    if (reference_ok && (!any_candidate || !pair) && !options.stop.stop_requested() && !options.correctness_only) {
+    if (reference_ok && !any_candidate && !options.stop.stop_requested() && !options.correctness_only) {
       DeviceSlots::Lease lease = slots.ForTiming(arch, options.stop);
       if (lease.held()) {
         TestRequest req = request(*reference);

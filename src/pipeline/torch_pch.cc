@@ -63,8 +63,9 @@ std::string BuildOne(const fs::path& root, const fs::path& request, const std::s
   fs::create_directories(out, ec);
   if (ec) return "precompiled torch header: cannot create " + out.string() + ": " + ec.message();
   ProcessOptions o;
-  o.argv = {TaskPythonInterpreter(), "-m", "kernelfoundry.pch", request.string(), out.string()};
-  o.pythonpath_prepend = {TaskPythonDir().path.string()};
+  // The builder is host side (kernelfoundry.pch_build; it imports the task side's key and allow-list).
+  o.argv = {TaskPythonInterpreter(), "-m", "kernelfoundry.pch_build", request.string(), out.string()};
+  o.pythonpath_prepend = {TaskPythonDir().path.string(), HostPythonDir().path.string()};
   o.env_add["PYTHONDONTWRITEBYTECODE"] = "1";
   o.wall_timeout = timeout;
   o.stop = stop;

@@ -21,6 +21,7 @@
 #include "kernelfoundry/blocks.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/memory_file_map.hpp"
 #include "kernelfoundry/resources.hpp"
 #include "kernelfoundry/worker_info.hpp"
 
@@ -45,6 +46,24 @@ Task CandidateTask(const Task& task, const std::optional<BlockUpdate>& candidate
     t.test_result_reference.reset();
   }
   return t;
+}
+
+// The fields of a key shared by evaluations and test stages: the candidate task (`t`, results cleared), the
+// archs, what is tested and the worker fingerprint.
+Json KeyFields(const Task& t, const std::vector<std::string>& archs, bool test_candidate, bool test_reference) {
+  Json key = Json::object();
+  key["version"] = kEntryVersion;
+  key["task_hash_id"] = t.HashId();
+  key["extract_ok"] = !(t.extract_code_result && t.extract_code_result->returncode != 0);
+  key["config"] = t.config;
+  key["hyperparameters"] = t.hyperparameters;
+  key["has_build_step"] = t.has_build_step;
+  key["has_reference_build_step"] = t.has_reference_build_step;
+  key["archs"] = archs;
+  key["test_candidate"] = test_candidate;
+  key["test_reference"] = test_reference;
+  key["worker"] = WorkerFingerprint(HarnessDescriptorFor(t.config).kind.name);
+  return key;
 }
 
 // The file holding this code (kf, or the Python module's shared object) with its size and mtime.
@@ -136,6 +155,56 @@ double NumberOr(const Json& j, const char* key, double fallback) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
 }
 
+// The SHA-256 of a file map's paths, modes and bytes — not its mtimes: a build cache hit writes the same
+// files at another time.
+std::string ContentDigest(const MemoryFileMap& files) {
+  std::vector<std::string> names = files.ListFiles();
+  std::sort(names.begin(), names.end());
+  std::string all;
+  for (const std::string& name : names) {
+    const FileMeta* meta = files.Meta(name);
+    const std::string* bytes = files.Find(name);
+    all += name + '\0' + (meta && meta->mode ? std::to_string(*meta->mode) : "-") + '\0' +
+           internal::Sha256Hex(bytes != nullptr ? *bytes : std::string()) + '\n';
+  }
+  return internal::Sha256Hex(all);
+}
+
+// Reads the entry of `key` (nullopt: none, unreadable, malformed, another version or key).
+std::optional<Json> ReadEntry(const std::filesystem::path& cache_dir, const std::string& key) {
+  const std::optional<std::string> text = ReadFileBytes(EntryPath(cache_dir, key));
+  if (!text) return std::nullopt;
+  try {
+    Json entry = ParseJson(*text, "<verdict cache>");
+    if (!entry.is_object() || entry.value("version", 0) != kEntryVersion || entry.value("key", "") != key)
+      return std::nullopt;
+    return entry;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a malformed entry is a miss; the fresh run overwrites it
+  }
+}
+
+// Writes `entry` under `key` through a temp file and a rename. Throws on I/O errors.
+bool WriteEntry(const std::filesystem::path& cache_dir, const std::string& key, const Json& entry) {
+  const std::filesystem::path path = EntryPath(cache_dir, key);
+  std::filesystem::create_directories(path.parent_path());
+  ::chmod(path.parent_path().c_str(), 0700);  // kf's alone: no sandboxed child may read verdicts (issue 25)
+  std::random_device rd;
+  const std::filesystem::path tmp = path.string() + fmt::format(".tmp.{:08x}{:08x}", rd(), rd());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << DumpJson(entry);
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return false;
+    }
+  }
+  std::filesystem::rename(tmp, path);
+  return true;
+}
+
 }  // namespace
 
 bool IsCacheableStatus(EvalStatus status) {
@@ -166,19 +235,39 @@ Json WorkerFingerprint(std::string_view harness_kind) {
 std::string VerdictCacheKey(const Task& task, const std::optional<BlockUpdate>& candidate,
                             const EvaluateOptions& options) {
   const Task t = CandidateTask(task, candidate);
-  Json key = Json::object();
-  key["version"] = kEntryVersion;
-  key["task_hash_id"] = t.HashId();
-  key["extract_ok"] = !(t.extract_code_result && t.extract_code_result->returncode != 0);
-  key["config"] = t.config;
-  key["hyperparameters"] = t.hyperparameters;
-  key["has_build_step"] = t.has_build_step;
-  key["has_reference_build_step"] = t.has_reference_build_step;
-  key["archs"] = ResolveGpuArchs(t, options);
-  key["test_candidate"] = options.test_candidate;
-  key["test_reference"] = options.test_reference;
-  key["worker"] = WorkerFingerprint(HarnessDescriptorFor(t.config).kind.name);
+  return internal::Sha256Hex(
+      DumpJson(KeyFields(t, ResolveGpuArchs(t, options), options.test_candidate, options.test_reference)));
+}
+
+std::string TestStageCacheKey(const Task& task, const std::vector<std::string>& archs, bool test_candidate,
+                              bool test_reference) {
+  Json key = KeyFields(CandidateTask(task, std::nullopt), archs, test_candidate, test_reference);
+  key["stage"] = "test";
+  auto build = [](const std::optional<BuildResult>& b) -> Json {
+    if (!b) return nullptr;
+    return Json{{"ok", b->Ok()}, {"artifacts", b->artifacts ? Json(ContentDigest(*b->artifacts)) : Json(nullptr)}};
+  };
+  key["build"] = build(task.build_result);
+  key["build_reference"] = build(task.build_result_reference);
   return internal::Sha256Hex(DumpJson(key));
+}
+
+bool IsCacheableTestStage(const TestStageResult& stage) {
+  bool candidate_ran = false;
+  auto cacheable = [](const std::optional<Classification>& c) { return !c || IsCacheableStatus(c->status); };
+  for (const auto& [arch, runs] : stage.per_arch) {
+    for (const auto& [key, run] : runs) {
+      if (!run.correctness) return false;  // a variant that did not run
+      if (key == "reference") {
+        if (run.correctness->status != EvalStatus::kCorrect) return false;
+      } else {
+        candidate_ran = true;
+        if (!cacheable(run.correctness)) return false;
+      }
+      if (!cacheable(run.performance)) return false;
+    }
+  }
+  return candidate_ran;
 }
 
 EvalResult EvalResultFromJson(const Json& j) {
@@ -226,12 +315,10 @@ EvalResult EvalResultFromJson(const Json& j) {
 
 std::optional<Evaluation> LookupVerdict(const std::filesystem::path& cache_dir, const std::string& key,
                                         const Task& task, const std::optional<BlockUpdate>& candidate) {
-  const std::optional<std::string> text = ReadFileBytes(EntryPath(cache_dir, key));
-  if (!text) return std::nullopt;
+  const std::optional<Json> found = ReadEntry(cache_dir, key);
+  if (!found || found->contains("stage")) return std::nullopt;
   try {
-    const Json entry = ParseJson(*text, "<verdict cache>");
-    if (!entry.is_object() || entry.value("version", 0) != kEntryVersion || entry.value("key", "") != key)
-      return std::nullopt;
+    const Json& entry = *found;
     Evaluation ev;
     ev.input_code = EvolveCodeOf(task);
     ev.task = CandidateTask(task, candidate);
@@ -267,23 +354,25 @@ bool StoreVerdict(const std::filesystem::path& cache_dir, const std::string& key
     entry["build_result_reference"] = encode(ev.task.build_result_reference);
     entry["test_result"] = encode(ev.task.test_result);
     entry["test_result_reference"] = encode(ev.task.test_result_reference);
-    const std::filesystem::path path = EntryPath(cache_dir, key);
-    std::filesystem::create_directories(path.parent_path());
-    ::chmod(path.parent_path().c_str(), 0700);  // kf's alone: no sandboxed child may read verdicts (issue 25)
-    std::random_device rd;
-    const std::filesystem::path tmp = path.string() + fmt::format(".tmp.{:08x}{:08x}", rd(), rd());
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << DumpJson(entry);
-      out.close();
-      if (!out) {
-        std::error_code ec;
-        std::filesystem::remove(tmp, ec);
-        return false;
-      }
-    }
-    std::filesystem::rename(tmp, path);
-    return true;
+    return WriteEntry(cache_dir, key, entry);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::optional<CachedTestStage> LookupTestStage(const std::filesystem::path& cache_dir, const std::string& key) {
+  const std::optional<Json> entry = ReadEntry(cache_dir, key);
+  if (!entry || entry->value("stage", "") != "test" || !entry->contains("value")) return std::nullopt;
+  return CachedTestStage{(*entry)["value"], Json{{"key", key}, {"created_at", entry->value("created_at", "")}}};
+}
+
+bool StoreTestStage(const std::filesystem::path& cache_dir, const std::string& key, const Json& value,
+                    const TestStageResult& stage) {
+  if (!IsCacheableTestStage(stage)) return false;
+  try {
+    return WriteEntry(cache_dir, key,
+                      Json{{"version", kEntryVersion}, {"key", key}, {"stage", "test"}, {"created_at", UtcNow()},
+                           {"value", value}});
   } catch (const std::exception&) {
     return false;
   }

@@ -60,7 +60,7 @@ std::pair<int64_t, int64_t> Page(const Params& params) {
 /// Summary columns of a kernels page (no code, no logs).
 const std::vector<std::string> kPageColumns = {"id",    "timestamp", "uuid",    "task_name",           "job_id",
                                                "status", "kf_status", "score",  "runtime",
-                                               "improve_over_native", "gpu_arch"};
+                                               "improve_over_native", "gpu_arch", "parent_uuid"};
 
 ApiResponse Tasks(Store& store, serve::SummaryCache* cache) {
   Json tasks = Json::array();
@@ -91,6 +91,8 @@ ApiResponse Kernels(Store& store, const Params& params) {
   q.kf_status = Param(params, "status");
   q.status = Param(params, "ref_status");
   q.job_id = IntParam(params, "job", 0, INT64_MAX);
+  q.uuid = Param(params, "uuid");
+  q.db_user = Param(params, "user");
   if (auto s = Param(params, "sort")) {
     try {
       q.sort = ParseKernelSort(*s);
@@ -108,6 +110,20 @@ ApiResponse Kernels(Store& store, const Params& params) {
   for (Json& k : store.ListKernels(q)) kernels.push_back(std::move(k));
   return JsonAnswer(200,
                     {{"total", store.CountKernels(q)}, {"limit", q.limit}, {"offset", q.offset}, {"kernels", kernels}});
+}
+
+ApiResponse LineageAnswer(Store& store, const Params& params) {
+  auto uuid = Param(params, "uuid");
+  if (!uuid) throw BadParameter{"uuid", "required"};
+  auto lineage = KernelLineage(store, *uuid);
+  if (!lineage) return JsonAnswer(404, {{"error", fmt::format("no kernel with uuid {}", *uuid)}});
+  return JsonAnswer(200, *lineage);
+}
+
+ApiResponse GraphAnswer(Store& store, const Params& params) {
+  auto task = Param(params, "task");
+  if (!task) throw BadParameter{"task", "required"};
+  return JsonAnswer(200, TaskGraph(store, *task, IntParam(params, "limit", 1, kMaxHistoryLimit).value_or(500)));
 }
 
 ApiResponse History(Store& store, const Params& params) {
@@ -320,6 +336,8 @@ ApiResponse HandleApiRequest(Store& store, std::string_view path, const Params& 
     if (path == "/api/jobs") return Jobs(store, params);
     if (path == "/api/kernels") return Kernels(store, params);
     if (path == "/api/history") return History(store, params);
+    if (path == "/api/lineage") return LineageAnswer(store, params);
+    if (path == "/api/graph") return GraphAnswer(store, params);
     constexpr std::string_view kKernelPrefix = "/api/kernels/";
     if (path.substr(0, kKernelPrefix.size()) == kKernelPrefix) return Kernel(store, path.substr(kKernelPrefix.size()));
     return JsonAnswer(404, {{"error", fmt::format("no API path {}", path)}});

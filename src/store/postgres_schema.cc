@@ -13,12 +13,6 @@
 #include "store/sql_store.hpp"
 
 namespace kf::store {
-namespace {
-
-using T = ColumnType;
-
-/// pg_advisory_xact_lock key held while tables and indexes are created ("kfschema" in ASCII).
-constexpr const char* kSchemaLockKey = "7740157543302851937";
 
 std::string PgCreateTableSql(const Table& table) {
   std::string sql = fmt::format("CREATE TABLE IF NOT EXISTS {} (\n", QuoteIdent(table.name));
@@ -33,6 +27,15 @@ std::string PgCreateTableSql(const Table& table) {
   sql += fmt::format("\tPRIMARY KEY ({})\n)", pk);
   return sql;
 }
+
+std::string PgConnection::CreateTableSql(const Table& table) const { return PgCreateTableSql(table); }
+
+namespace {
+
+using T = ColumnType;
+
+/// pg_advisory_xact_lock key held while tables and indexes are created ("kfschema" in ASCII).
+constexpr const char* kSchemaLockKey = "7740157543302851937";
 
 /// The information_schema data_type values a column of `type` may have in an existing database.
 bool CompatibleType(ColumnType type, const std::string& data_type) {

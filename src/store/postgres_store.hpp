@@ -29,6 +29,7 @@ class PgConnection final : public SqlConnection {
   PgConnection& operator=(const PgConnection&) = delete;
 
   std::string Placeholder(int index) const override;
+  std::string CreateTableSql(const Table& table) const override;
   std::string StrPos(std::string_view haystack, std::string_view needle) const override;
   Json NoLimit() const override { return nullptr; }
   std::string_view ForUpdate() const override { return " FOR UPDATE"; }
@@ -67,5 +68,7 @@ std::unique_ptr<Store> OpenPostgresStore(const StoreUrl& url, const StoreOptions
 /// The declared PostgreSQL type SQLAlchemy writes for `column`: SERIAL for an autoincrement primary key,
 /// "TIMESTAMP WITH TIME ZONE", "VARCHAR(64)", "JSON", ….
 std::string PgDeclaredType(const Column& column);
+/// SQLAlchemy's CREATE TABLE IF NOT EXISTS for PostgreSQL.
+std::string PgCreateTableSql(const Table& table);
 
 }  // namespace kf::store

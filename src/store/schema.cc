@@ -74,6 +74,21 @@ std::vector<Table> MakeTables() {
   return t;
 }
 
+std::vector<Table> MakeApiTables() {
+  std::vector<Table> t;
+  // Bearer tokens, stored as the SHA-256 (hex) of the token, never the token.
+  t.push_back({"kf_api_tokens",
+               {Pk(), Varchar("db_user", 128, true), Varchar("token_sha256", 64, true), NotNull("admin", T::kBoolean),
+                Now("created_at"), C("revoked_at", T::kDateTime)}});
+  // One row per job submitted through the API (id = jobs.id): who submitted it and the encoded task, so a
+  // queued or running job survives a restart of the server.
+  t.push_back({"kf_submissions",
+               {{"id", T::kInteger, 0, true, true, false, false}, Varchar("db_user", 128, true), Now("created_at"),
+                C("archive_bytes", T::kInteger), C("lineage", T::kJson), NotNull("task", T::kText),
+                C("result", T::kJson)}});
+  return t;
+}
+
 /// Number of UTF-8 code points (continuation bytes are not counted).
 size_t CountChars(std::string_view s) {
   return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
@@ -108,8 +123,16 @@ const std::vector<Table>& Tables() {
   return tables;
 }
 
+const std::vector<Table>& ApiTables() {
+  static const std::vector<Table> tables = MakeApiTables();
+  return tables;
+}
+
 const Table& GetTable(std::string_view name) {
   for (const auto& t : Tables()) {
+    if (t.name == name) return t;
+  }
+  for (const auto& t : ApiTables()) {
     if (t.name == name) return t;
   }
   throw Error(ErrorKind::kInternal, fmt::format("no table description for '{}'", name));

@@ -48,7 +48,11 @@ struct Table {
 /// The reference's tables: kernels, tasks, jobs, job_logs, baseline_times, rag, with their columns in the
 /// reference's order, then our own (kf_own) columns. They must exist in every database we open.
 const std::vector<Table>& Tables();
-/// One of Tables() by name. REQUIRES: the name exists (else kf::Error(kInternal)).
+/// Our tables of kf serve's submission API (kf_api_tokens, kf_submissions): not in Tables() — created only
+/// when the API is first used on a database (SqlStore::EnsureApiTables), so other databases keep exactly the
+/// reference's tables.
+const std::vector<Table>& ApiTables();
+/// One of Tables() or ApiTables() by name. REQUIRES: the name exists (else kf::Error(kInternal)).
 const Table& GetTable(std::string_view name);
 
 /// The table our former kf_kernel_status table was (kernel_id, task_name, kf_status): the migration that

@@ -40,6 +40,8 @@ class SqlConnection {
   virtual bool WantsIdIndex() const = 0;
   /// Appended to a SELECT inside a write transaction to lock the selected rows ("" or " FOR UPDATE").
   virtual std::string_view ForUpdate() const = 0;
+  /// The dialect's `CREATE TABLE IF NOT EXISTS` statement of `table` (SQLAlchemy's DDL).
+  virtual std::string CreateTableSql(const Table& table) const = 0;
 
   /// Starts a write transaction (SQLite: BEGIN IMMEDIATE, which takes the write lock at once).
   virtual void Begin() = 0;

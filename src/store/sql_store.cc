@@ -75,6 +75,9 @@ std::vector<std::string> IndexStatements(const SqlConnection& conn) {
       {"kf_ix_jobs_status", "\"jobs\" (\"status\", \"id\")"},
       {"kf_ix_job_logs_job_id", "\"job_logs\" (\"job_id\", \"id\")"},
       {"kf_ix_tasks_task_name", "\"tasks\" (\"task_name\")"},
+      // Lineage: a kernel by its uuid, the children of a kernel (kf results --lineage, /api/lineage).
+      {"kf_ix_kernels_uuid", "\"kernels\" (\"uuid\")"},
+      {"kf_ix_kernels_parent_uuid", "\"kernels\" (\"parent_uuid\")"},
   };
   // Pages ordered by id (the newest kernels) step over narrow entries instead of whole rows.
   if (conn.WantsIdIndex()) indexes.emplace_back("kf_ix_kernels_id", "\"kernels\" (\"id\")");

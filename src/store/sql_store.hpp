@@ -44,6 +44,14 @@ class SqlStore final : public Store {
   Json GetJob(int64_t id) override;
   std::optional<Json> GetTask(const std::string& id) override;
   std::string Describe() const override;
+  int64_t AddApiToken(const std::string& user, const std::string& token_sha256, bool admin) override;
+  std::vector<std::pair<ApiToken, std::string>> FindApiTokens(const std::string& token_sha256) override;
+  std::vector<ApiToken> ListApiTokens() override;
+  int64_t RevokeApiTokens(const std::string& user, std::optional<int64_t> id) override;
+  int64_t CreateSubmission(const Submission& s, const Json& job_config) override;
+  std::optional<Submission> GetSubmission(int64_t job_id, bool with_task) override;
+  std::vector<int64_t> ActiveSubmissions() override;
+  void SetSubmissionResult(int64_t job_id, const Json& result) override;
 
  private:
   /// Inserts one checked row of `table` (`conflict` is appended, e.g. ON CONFLICT … DO NOTHING) and
@@ -59,9 +67,14 @@ class SqlStore final : public Store {
   /// Every kernels column (KernelColumnSql), in table order.
   std::string KernelSelectList() const;
 
+  /// Creates the submission API's tables (ApiTables) and their index once per store. REQUIRES: mu_ held, no
+  /// transaction open.
+  void EnsureApiTables();
+
   std::mutex mu_;
   std::unique_ptr<SqlConnection> conn_;
   bool has_kf_columns_;
+  bool api_tables_ = false;
 };
 
 /// Parameters collected while SQL text is built: Add returns the placeholder for the value.

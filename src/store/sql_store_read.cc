@@ -34,6 +34,9 @@ std::string KernelWhere(const KernelQuery& q, const std::string& kf_status, Para
   if (q.job_id) terms.push_back("k.\"job_id\" = " + params.Add(T::kInteger, *q.job_id));
   if (q.status) terms.push_back("k.\"status\" = " + params.Add(T::kVarchar, *q.status));
   if (q.kf_status) terms.push_back(kf_status + " = " + params.Add(T::kVarchar, *q.kf_status));
+  if (q.uuid) terms.push_back("k.\"uuid\" = " + params.Add(T::kVarchar, *q.uuid));
+  if (q.parent_uuid) terms.push_back("k.\"parent_uuid\" = " + params.Add(T::kVarchar, *q.parent_uuid));
+  if (q.db_user) terms.push_back("k.\"db_user\" = " + params.Add(T::kVarchar, *q.db_user));
   std::string sql;
   for (size_t i = 0; i < terms.size(); ++i) sql += (i ? " AND " : " WHERE ") + terms[i];
   return sql;

@@ -71,6 +71,8 @@ SqliteConnection::SqliteConnection(const std::filesystem::path& path, const Stor
 
 std::string SqliteConnection::Placeholder(int index) const { return fmt::format("?{}", index); }
 
+std::string SqliteConnection::CreateTableSql(const Table& table) const { return store::CreateTableSql(table); }
+
 std::string SqliteConnection::StrPos(std::string_view haystack, std::string_view needle) const {
   return fmt::format("instr({}, {})", haystack, needle);
 }

@@ -20,6 +20,7 @@ class SqliteConnection final : public SqlConnection {
   SqliteConnection(const std::filesystem::path& path, const StoreOptions& options);
 
   std::string Placeholder(int index) const override;
+  std::string CreateTableSql(const Table& table) const override;
   std::string StrPos(std::string_view haystack, std::string_view needle) const override;
   Json NoLimit() const override { return -1; }
   std::string_view ForUpdate() const override { return {}; }

@@ -80,6 +80,14 @@ KernelSort ParseKernelSort(std::string_view name) {
               "sort");
 }
 
+Json ApiToken::ToJson() const {
+  return {{"id", id},
+          {"user", user},
+          {"admin", admin},
+          {"created_at", created_at},
+          {"revoked_at", revoked_at ? Json(*revoked_at) : Json(nullptr)}};
+}
+
 Json TaskSummary::ToJson() const {
   return Json{{"task_name", task_name},
               {"kernels", kernels},

@@ -291,11 +291,9 @@ class ThreadJobRunner final : public JobRunner {
     auto promise = std::make_shared<std::promise<Json>>();
     future_ = promise->get_future();
     thread_ = std::jthread([body = body_, gate = gate_.get(), request, promise](std::stop_token stop) {
-      TaskBodyContext ctx;
-      ctx.queue = request.value("queue", "");
+      TaskBodyContext ctx = ContextFor(request);
       ctx.stop = stop;
       ctx.devices = gate;
-      ctx.work_root = request.value("work_root", "");
       try {
         promise->set_value(AnswerFor(body(request["task"].get<std::string>(), request["args"], request["kwargs"], ctx)));
       } catch (const std::exception& e) {
@@ -370,7 +368,17 @@ std::optional<Json> ReadFrame(int fd) {
 
 Json AnswerFor(const TaskBodyResult& r) {
   if (r.failure) return Failure(r.failure->exc_type, r.failure->exc_module, r.failure->message);
-  return Json{{"result", r.result.value_or(nullptr)}};
+  Json answer{{"result", r.result.value_or(nullptr)}};
+  if (!r.cached.is_null()) answer["cached"] = r.cached;
+  return answer;
+}
+
+TaskBodyContext ContextFor(const Json& request) {
+  TaskBodyContext ctx;
+  ctx.queue = request.value("queue", "");
+  ctx.work_root = request.value("work_root", "");
+  ctx.verdict_cache = request.value("verdict_cache", false);
+  return ctx;
 }
 
 std::unique_ptr<JobRunner> MakeChildJobRunner(std::vector<std::string> argv, DeviceSlots& slots) {

@@ -16,7 +16,7 @@
 
 namespace kf::worker_internal {
 
-/// One job for a runner: {"task", "args", "kwargs", "queue", "work_root"}.
+/// One job for a runner: {"task", "args", "kwargs", "queue", "work_root", "verdict_cache"}.
 /// The answer: {"result": value} or {"failure": {"exc_type", "exc_module", "message"}}.
 class JobRunner {
  public:
@@ -56,7 +56,11 @@ bool WriteFrame(int fd, const Json& value);
 /// frame or a read error, kf::Error(kParse) on bad msgpack.
 std::optional<Json> ReadFrame(int fd);
 
-/// The answer for a body result.
+/// The answer for a body result (plus {"cached": entry} for a value from the verdict cache).
 Json AnswerFor(const TaskBodyResult& r);
+
+/// The context of a body from a job request's queue, work_root and verdict_cache (stop, devices and harness
+/// are the runner's to set).
+TaskBodyContext ContextFor(const Json& request);
 
 }  // namespace kf::worker_internal

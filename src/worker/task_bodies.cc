@@ -15,6 +15,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/verdict_cache.hpp"
 #include "kernelfoundry/worker.hpp"
 #include "kernelfoundry/worker_info.hpp"
 #include "worker/gated_harness.hpp"
@@ -98,11 +99,8 @@ Json Build(const Json& args, const TaskBodyContext& ctx) {
   options.work_root = ctx.work_root;
   options.stop = ctx.stop;
   BodyHarness h(task, ctx, options);
-  BuildPlan plan;
-  plan.candidate = task.has_build_step && (test_custom || (test_reference && kind.reference_uses_candidate_build));
-  plan.reference = task.has_reference_build_step && test_reference;
-  plan.arch_list = arch_list;
-  BuildStageResult r = RunBuildStage(*h.harness, task, plan, options);
+  BuildStageResult r = RunBuildStage(*h.harness, task, PlanBuilds(task, kind, test_custom, test_reference, arch_list),
+                                     options);
   // A failed build says how its process ended (kf clients read it instead of parsing the message).
   auto annotate = [](const std::optional<BuildRun>& run, std::optional<BuildResult>& stored) {
     if (!run || !stored || stored->Ok() || !stored->result) return;
@@ -115,7 +113,27 @@ Json Build(const Json& args, const TaskBodyContext& ctx) {
   return task.Encode();
 }
 
-Json Test(const Json& args, const TaskBodyContext& ctx) {
+// The value of a test body from its stage result: {variant: TestResult} merged over the archs, each run's
+// output_data holding the typed verdict (kf_verdict).
+Json TestValue(TestStageResult& r, const std::vector<TestVariant>& variants) {
+  Json out = Json::object();
+  for (const TestVariant& v : variants) {
+    std::vector<std::pair<std::string, TestResult>> per_arch;
+    for (auto& [arch, runs] : r.per_arch) {
+      for (auto& [key, run] : runs) {
+        if (key != v.key) continue;
+        TestResult result = run.result;
+        AddVerdict(result.correctness_result, run.correctness);
+        AddVerdict(result.performance_result, run.performance);
+        per_arch.emplace_back(arch, std::move(result));
+      }
+    }
+    if (!per_arch.empty()) out[v.key] = TestResult::Merge(per_arch).Encode();
+  }
+  return out;
+}
+
+Json Test(const Json& args, const TaskBodyContext& ctx, Json& cached) {
   Task task = DecodeTaskArg(args);
   std::vector<std::string> archs = ConfigArchs(task);
   if (archs.size() > 1) {
@@ -127,26 +145,22 @@ Json Test(const Json& args, const TaskBodyContext& ctx) {
   // The reference's worker default is false: its clients cache the reference's result.
   const bool test_reference = ConfigBool(task.config, "test_reference", false) && !task.test_result_reference;
   std::vector<TestVariant> variants = MakeTestVariants(task, test_custom, test_reference);
-  Json out = Json::object();
-  if (variants.empty()) return out;
-  EvaluateOptions options;
-  options.work_root = ctx.work_root;
-  options.stop = ctx.stop;
-  BodyHarness h(task, ctx, options);
-  TestStageResult r = RunTestStage(*h.harness, task, variants, archs, options);
-  for (const TestVariant& v : variants) {
-    std::vector<std::pair<std::string, TestResult>> per_arch;
-    for (auto& [arch, runs] : r.per_arch) {
-      for (auto& [key, run] : runs) {
-        if (key != v.key) continue;
-        AddVerdict(run.result.correctness_result, run.correctness);
-        AddVerdict(run.result.performance_result, run.performance);
-        per_arch.emplace_back(arch, run.result);
-      }
-    }
-    if (!per_arch.empty()) out[v.key] = TestResult::Merge(per_arch).Encode();
-  }
-  return out;
+  if (variants.empty()) return Json::object();
+  auto run = [&]() -> std::pair<Json, TestStageResult> {
+    EvaluateOptions options;
+    options.work_root = ctx.work_root;
+    options.stop = ctx.stop;
+    BodyHarness h(task, ctx, options);
+    TestStageResult r = RunTestStage(*h.harness, task, variants, archs, options);
+    Json value = TestValue(r, variants);
+    if (ctx.stop.stop_requested()) r.per_arch.clear();  // a stopped body is never stored (nothing ran to the end)
+    return {std::move(value), std::move(r)};
+  };
+  if (!ctx.verdict_cache || ctx.harness != nullptr) return run().first;
+  // The verdict cache (record module): an identical earlier body on this machine returns its stored value.
+  TestBodyValue v = TestThroughVerdictCache(TestStageCacheKey(task, archs, test_custom, test_reference), run);
+  cached = std::move(v.cached);
+  return std::move(v.value);
 }
 
 Json Sleep(const Json& args, const Json& kwargs, const TaskBodyContext& ctx) {
@@ -178,7 +192,7 @@ TaskBodyResult RunTaskBody(std::string_view task_name, const Json& args, const J
     if (task_name == celery::kBuildTaskName) {
       out.result = Build(args, context);
     } else if (task_name == celery::kTestTaskName) {
-      out.result = Test(args, context);
+      out.result = Test(args, context, out.cached);
     } else if (task_name == celery::kSleepTaskName) {
       out.result = Sleep(args, kwargs, context);
     } else {
@@ -276,9 +290,7 @@ int RunWorkerChild(const Harness* harness) {
     std::stop_source stop;
     Json answer;
     std::thread job([&] {
-      TaskBodyContext ctx;
-      ctx.queue = request->value("queue", "");
-      ctx.work_root = request->value("work_root", "");
+      TaskBodyContext ctx = worker_internal::ContextFor(*request);
       ctx.stop = stop.get_token();
       ctx.devices = &gate;
       ctx.harness = harness;

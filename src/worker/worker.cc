@@ -12,6 +12,8 @@
 #include "core/clock.hpp"
 #include "kernelfoundry/device_slots.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/record.hpp"
+#include "worker/admission.hpp"
 #include "worker/job_runner.hpp"
 #include "worker/worker_impl.hpp"
 
@@ -149,11 +151,11 @@ class Slot {
     ++w_.stats.requeued;
   }
 
-  void BadMessage(Broker& b, const Delivery& d, const Error& e) {
+  void BadMessage(Broker& b, const Delivery& d, const std::string& error) {
     auto [id, reply_to] = IdentityOf(d.message);
-    w_.Log(fmt::format("slot {}: bad message from {} (id {}): {}", index_, d.queue, id.empty() ? "?" : id, e.what()));
+    w_.Log(fmt::format("slot {}: bad message from {} (id {}): {}", index_, d.queue, id.empty() ? "?" : id, error));
     if (!id.empty() && !reply_to.empty()) {
-      const std::string text = std::string("kf worker cannot run this message: ") + e.what();
+      const std::string text = "kf worker cannot run this message: " + error;
       celery::TaskResult r{id, std::string(celery::kFailure), celery::ExceptionInfo("ValueError", text),
                            Traceback("builtins", "ValueError", text, w_.node), Json::array()};
       Reply(b, reply_to, d.message.properties.correlation_id, r);
@@ -163,47 +165,53 @@ class Slot {
     ++w_.stats.rejected;
   }
 
+  // An unknown task name: Celery answers NotRegistered and drops the message (not recorded).
+  void NotRegistered(Broker& b, const Delivery& d, const celery::TaskMessage& m) {
+    w_.Log(fmt::format("slot {}: unknown task '{}' ({}); rejected", index_, m.task, m.id));
+    celery::TaskResult r{m.id, std::string(celery::kFailure), celery::ExceptionInfo("NotRegistered", m.task, "celery.exceptions"),
+                         Traceback("celery.exceptions", "NotRegistered", m.task, w_.node), Json::array()};
+    Reply(b, m.reply_to, m.correlation_id, r);
+    b.Reject(d.delivery_tag, /*requeue=*/false);
+    ++w_.stats.rejected;
+  }
+
+  // The reply of a finished job (or of one answered without running).
+  celery::TaskResult ResultOf(const celery::TaskMessage& m, const JobRecord& rec) const {
+    celery::TaskResult r{m.id, std::string(WorkerJobStatusName(rec.status)), rec.result, nullptr, Json::array()};
+    if (rec.status != WorkerJobStatus::kSuccess) r.traceback = TracebackOf(rec.result, w_.node);
+    return r;
+  }
+
   void Finish(Broker& b, const Delivery& d, const celery::TaskMessage& m, JobRecord rec, bool ack) {
-    celery::TaskResult r;
-    r.task_id = m.id;
-    r.status = rec.status;
-    if (rec.status == celery::kSuccess) {
-      r.result = rec.result;
-    } else {
-      r.result = rec.result;
-      r.traceback = TracebackOf(rec.result, w_.node);
-    }
     if (!m.reply_to.empty()) {
-      Message reply = celery::EncodeResultMessage(r, m.reply_to, m.correlation_id, ReplyTypeFor(d.message));
+      Message reply = celery::EncodeResultMessage(ResultOf(m, rec), m.reply_to, m.correlation_id, ReplyTypeFor(d.message));
       if (reply.body.size() > b.max_message_bytes()) {
         const std::string text = fmt::format(
             "the result of {} bytes exceeds the broker's message size limit of {} bytes (RabbitMQ max_message_size); "
             "the task's outputs or artifacts are too large",
             reply.body.size(), b.max_message_bytes());
         w_.Log(fmt::format("slot {}: {} {}: {}", index_, celery::TaskShortName(m.task), m.id, text));
-        rec.status = std::string(celery::kFailure);
+        rec.status = WorkerJobStatus::kFailure;
         rec.result = celery::ExceptionInfo("RuntimeError", text);
-        r.status = rec.status;
-        r.result = rec.result;
-        r.traceback = Traceback("builtins", "RuntimeError", text, w_.node);
-        reply = celery::EncodeResultMessage(r, m.reply_to, m.correlation_id, ReplyTypeFor(d.message));
+        rec.cached = nullptr;
+        reply = celery::EncodeResultMessage(ResultOf(m, rec), m.reply_to, m.correlation_id, ReplyTypeFor(d.message));
       }
       b.Publish(reply);
     }
     if (ack) b.Ack(d.delivery_tag);
-    (rec.status == celery::kSuccess ? w_.stats.succeeded : w_.stats.failed)++;
+    (rec.status == WorkerJobStatus::kSuccess ? w_.stats.succeeded : w_.stats.failed)++;
     {
       std::lock_guard<std::mutex> lock(w_.mu);
       ++w_.totals[m.task];
     }
     Record(rec);
-    w_.Log(fmt::format("slot {}: {} {} (delivery {}) {} in {:.2f} s", index_, celery::TaskShortName(m.task), m.id, rec.delivery,
-                       rec.status, rec.seconds));
+    w_.Log(fmt::format("slot {}: {} {} (delivery {}) {} in {:.2f} s", index_, celery::TaskShortName(m.task), m.id,
+                       rec.delivery, WorkerJobStatusName(rec.status), rec.seconds));
   }
 
   void Record(const JobRecord& rec) {
     if (w_.o.store == nullptr) return;
-    std::string err = RecordJob(*w_.o.store, rec);
+    std::string err = RecordWorkerJob(*w_.o.store, ToWorkerJob(rec));
     if (!err.empty()) w_.Log(fmt::format("slot {}: could not record job {}: {}", index_, rec.message.id, err));
   }
 
@@ -217,115 +225,101 @@ class Slot {
     return rec;
   }
 
+  // What the slot knows about a delivery of `m` besides the message (worker_internal::Admit's input).
+  worker_internal::AdmitFacts FactsOf(const celery::TaskMessage& m, const Delivery& d) {
+    worker_internal::AdmitFacts f;
+    f.redelivered = d.redelivered;
+    f.prior = PriorDeliveries(d.message);
+    {
+      std::lock_guard<std::mutex> lock(w_.mu);
+      f.answered_after_loss = w_.completed_after_loss.count(m.id) > 0;
+    }
+    f.stopping = w_.stopping;
+    f.revoked = w_.RevokedState(m.id).has_value();
+    f.registered = IsRegisteredTask(m.task);
+    f.now = UnixTimeNow();
+    f.max_deliveries = w_.o.max_deliveries;
+    return f;
+  }
+
+  // One delivery: decode, admit (admission.hpp), then run, requeue or answer as admitted.
   void Handle(Broker& b, const Delivery& d) {
+    using worker_internal::AdmitAction;
     ++w_.stats.received;
     celery::TaskMessage m;
     try {
       m = celery::DecodeTaskMessage(d.message);
     } catch (const Error& e) {
-      BadMessage(b, d, e);
+      BadMessage(b, d, e.what());
       return;
     }
-    int prior = PriorDeliveries(d.message);
-    if (d.redelivered) {
-      {
-        std::lock_guard<std::mutex> lock(w_.mu);
-        if (w_.completed_after_loss.count(m.id)) {
-          w_.Log(fmt::format("slot {}: {} was answered after a reconnect; dropping its redelivery", index_, m.id));
-          b.Ack(d.delivery_tag);
-          return;
+    const worker_internal::AdmitFacts facts = FactsOf(m, d);
+    const worker_internal::Admission a = worker_internal::Admit(m, facts);
+    switch (a.action) {
+      case AdmitAction::kDrop:
+        w_.Log(fmt::format("slot {}: {} was answered after a reconnect; dropping its redelivery", index_, m.id));
+        b.Ack(d.delivery_tag);
+        return;
+      case AdmitAction::kRequeue:
+        if (facts.redelivered) {
+          w_.Log(fmt::format("slot {}: {} {} was redelivered (worker lost {} time(s)); requeued as delivery {}", index_,
+                             celery::TaskShortName(m.task), m.id, a.prior, a.prior + 1));
         }
-      }
-      ++prior;  // the previous delivery was never acknowledged: its worker was lost
-      if (prior >= w_.o.max_deliveries) {
-        JobRecord rec = MakeRecord(m, d, prior);
-        rec.status = std::string(celery::kFailure);
-        rec.result = celery::ExceptionInfo(
-            "WorkerLostError",
-            fmt::format("the worker was lost during each of {} deliveries of this task (poison limit {}, "
-                        "kf worker --max-deliveries)",
-                        prior, w_.o.max_deliveries),
-            "billiard.exceptions");
-        Finish(b, d, m, rec, true);
+        PutBack(b, d, a.prior);
+        return;
+      case AdmitAction::kReply: {
+        JobRecord rec = MakeRecord(m, d, a.delivery);
+        rec.status = a.status;
+        rec.result = celery::ExceptionInfo(a.failure.exc_type, a.failure.message, a.failure.exc_module);
+        Finish(b, d, m, std::move(rec), true);
         return;
       }
-      w_.Log(fmt::format("slot {}: {} {} was redelivered (worker lost {} time(s)); requeued as delivery {}", index_,
-                         celery::TaskShortName(m.task), m.id, prior, prior + 1));
-      PutBack(b, d, prior);
-      return;
-    }
-    const int delivery = prior + 1;
-    if (w_.stopping) {
-      PutBack(b, d, prior);
-      return;
-    }
-    if (w_.RevokedState(m.id)) {
-      // Revoked (remote control) before it reached us: Celery answers REVOKED "revoked" and drops it.
-      JobRecord rec = MakeRecord(m, d, delivery);
-      rec.status = std::string(celery::kRevoked);
-      rec.result = celery::ExceptionInfo("TaskRevokedError", "revoked", "celery.exceptions");
-      Finish(b, d, m, rec, true);
-      return;
-    }
-    if (!IsRegisteredTask(m.task)) {
-      w_.Log(fmt::format("slot {}: unknown task '{}' ({}); rejected", index_, m.task, m.id));
-      celery::TaskResult r{m.id, std::string(celery::kFailure), celery::ExceptionInfo("NotRegistered", m.task, "celery.exceptions"),
-                           Traceback("celery.exceptions", "NotRegistered", m.task, w_.node), Json::array()};
-      Reply(b, m.reply_to, m.correlation_id, r);
-      b.Reject(d.delivery_tag, /*requeue=*/false);
-      ++w_.stats.rejected;
-      return;
-    }
-    JobRecord rec = MakeRecord(m, d, delivery);
-    for (const char* key : {"callbacks", "errbacks", "chain", "chord"}) {
-      const Json& v = m.embed.contains(key) ? m.embed[key] : Json(nullptr);
-      if (!v.is_null() && !(v.is_array() && v.empty())) {
-        rec.status = std::string(celery::kFailure);
-        rec.result = celery::ExceptionInfo(
-            "NotImplementedError",
-            fmt::format("kf worker does not support Celery canvas: the message has '{}' set (unsupported)", key));
-        Finish(b, d, m, rec, true);
+      case AdmitAction::kNotRegistered:
+        NotRegistered(b, d, m);
         return;
-      }
-    }
-    if (m.expires) {
-      double expires = 0;
-      try {
-        expires = celery::ParseIsoTime(*m.expires);
-      } catch (const Error& e) {
-        BadMessage(b, d, e);
+      case AdmitAction::kBadMessage:
+        BadMessage(b, d, a.error);
         return;
-      }
-      if (UnixTimeNow() > expires) {
-        rec.status = std::string(celery::kRevoked);
-        rec.result = celery::ExceptionInfo("TaskRevokedError", "expired", "celery.exceptions");
-        Finish(b, d, m, rec, true);
+      case AdmitAction::kRun:
+        if (a.eta && !AwaitEta(b, d, *a.eta, a.prior)) return;
+        Run(b, d, m, MakeRecord(m, d, a.delivery), a.prior);
         return;
-      }
     }
-    if (m.eta) {
-      double eta = 0;
-      try {
-        eta = celery::ParseIsoTime(*m.eta);
-      } catch (const Error& e) {
-        BadMessage(b, d, e);
-        return;
-      }
-      while (UnixTimeNow() < eta) {
-        if (w_.stopping) {
-          PutBack(b, d, prior);
-          return;
-        }
-        // Prefetch 1: nothing else should arrive; the call keeps heartbeats going.
-        if (std::optional<Delivery> extra = b.Next(milliseconds(200))) PutBack(b, *extra, PriorDeliveries(extra->message));
-      }
-    }
-    Run(b, d, m, rec, prior);
   }
 
-  void Run(Broker& b, const Delivery& d, const celery::TaskMessage& m, JobRecord rec, int prior) {
-    Json request = {{"task", m.task}, {"args", m.args}, {"kwargs", m.kwargs}, {"queue", d.queue},
-                    {"work_root", w_.o.work_root.string()}};
+  // Holds a delivery until `eta` (Unix time); false when the worker began stopping meanwhile (it was put back).
+  bool AwaitEta(Broker& b, const Delivery& d, double eta, int prior) {
+    while (UnixTimeNow() < eta) {
+      if (w_.stopping) {
+        PutBack(b, d, prior);
+        return false;
+      }
+      // Prefetch 1: nothing else should arrive; the call keeps heartbeats going.
+      if (std::optional<Delivery> extra = b.Next(milliseconds(200))) PutBack(b, *extra, PriorDeliveries(extra->message));
+    }
+    return true;
+  }
+
+  // A job the slot supervises, from its start to its answer.
+  struct Running {
+    Clock::time_point t0 = Clock::now();
+    bool connected = true;
+    std::string lost_reason;
+    /// A job asked to stop cooperatively (soft time limit, revoke with terminate) ends with this outcome,
+    /// whatever it returns; it is killed when it has not ended after cancel_grace.
+    std::optional<std::pair<WorkerJobStatus, Json>> canceled;   // (status, exception dict)
+    Clock::time_point canceled_at{};
+    std::optional<Json> answer;  ///< the job's answer, or the failure of a kill
+    bool put_back = false;       ///< killed by a stop and put back: no reply
+  };
+
+  // Starts the job process on `m`, marks the slot active and replies STARTED. Throws kf::Error(kInternal)
+  // (after putting the message back) when no job can be started.
+  void StartJob(Broker& b, const Delivery& d, const celery::TaskMessage& m, const JobRecord& rec, int prior,
+                Running& run) {
+    Json request = {{"task", m.task},   {"args", m.args},
+                    {"kwargs", m.kwargs}, {"queue", d.queue},
+                    {"work_root", w_.o.work_root.string()}, {"verdict_cache", w_.o.verdict_cache}};
     try {
       runner_->Start(request);
     } catch (const Error& e) {
@@ -339,6 +333,98 @@ class Slot {
       w_.active[index_] = ActiveJob{m.id, m.task, d.queue, m.headers.value("argsrepr", ""), rec.started_epoch, pid,
                                     rec.delivery};
     }
+    w_.Log(fmt::format("slot {}: {} {} from {} (delivery {}) started", index_, celery::TaskShortName(m.task), m.id,
+                       d.queue, rec.delivery));
+    try {
+      Reply(b, m.reply_to, m.correlation_id,
+            celery::TaskResult{m.id, std::string(celery::kStarted),
+                               Json{{"pid", pid}, {"hostname", w_.node}, {"kf_acks_late", true}}, nullptr,
+                               Json::array()});
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIO) throw;
+      run.connected = false;
+      run.lost_reason = e.what();
+    }
+    run.t0 = Clock::now();
+  }
+
+  // Asks the running job to stop cooperatively; it will end with `status` / `exc`.
+  void Cancel(const celery::TaskMessage& m, Running& run, WorkerJobStatus status, Json exc, const std::string& why) {
+    run.canceled.emplace(status, std::move(exc));
+    run.canceled_at = Clock::now();
+    runner_->RequestStop();
+    ++w_.stats.canceled;
+    w_.Log(fmt::format("slot {}: {} {}: {}; asked the job to stop", index_, celery::TaskShortName(m.task), m.id, why));
+  }
+
+  // Keeps the connection serviced while a job runs (heartbeats; a stopping worker cancels its consumers).
+  void ServiceConnection(Broker& b, const celery::TaskMessage& m, Running& run) {
+    if (!run.connected) return;
+    try {
+      if (w_.stopping) CancelConsumers(b);
+      // Prefetch 1: nothing else arrives; the call services heartbeats.
+      if (std::optional<Delivery> extra = b.Next(milliseconds(1))) PutBack(b, *extra, PriorDeliveries(extra->message));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIO) throw;
+      run.connected = false;
+      run.lost_reason = e.what();
+      w_.Log(fmt::format("slot {}: broker connection lost during {} ({}); the job goes on", index_, m.id,
+                         run.lost_reason));
+    }
+  }
+
+  // One supervision step of a running job: wait up to 200 ms for its answer, then enforce the time limits,
+  // revoke, the cancel grace and a stop.
+  void Supervise(Broker& b, const Delivery& d, const celery::TaskMessage& m, int prior, Running& run) {
+    run.answer = runner_->Wait(milliseconds(200));
+    if (run.answer) return;
+    ServiceConnection(b, m, run);
+    const double elapsed = std::chrono::duration<double>(Clock::now() - run.t0).count();
+    const std::string name = celery::TaskShortName(m.task);
+    if (m.hard_time_limit && *m.hard_time_limit > 0 && elapsed > *m.hard_time_limit) {
+      run.canceled.reset();  // the hard limit wins: the job is killed
+      runner_->Kill();
+      run.answer = Json{{"failure", Json{{"exc_type", "TimeLimitExceeded"}, {"exc_module", "celery.exceptions"},
+                                         {"message", fmt::format("{:g}", *m.hard_time_limit)}}}};
+    } else if (!run.canceled && m.soft_time_limit && *m.soft_time_limit > 0 && elapsed > *m.soft_time_limit) {
+      const std::string text = fmt::format("SoftTimeLimitExceeded({:g})", *m.soft_time_limit);
+      Cancel(m, run, WorkerJobStatus::kFailure, celery::ExceptionInfo("SoftTimeLimitExceeded", text, "celery.exceptions"),
+             fmt::format("soft time limit of {:g} s", *m.soft_time_limit));
+    } else if (!run.canceled && w_.RevokedState(m.id).value_or(false)) {
+      Cancel(m, run, WorkerJobStatus::kRevoked, celery::ExceptionInfo("TaskRevokedError", "terminated", "celery.exceptions"),
+             "revoked with terminate");
+    } else if (run.canceled && Clock::now() - run.canceled_at > w_.o.cancel_grace) {
+      runner_->Kill();
+      w_.Log(fmt::format("slot {}: {} {} did not stop within {:.1f} s; killed", index_, name, m.id,
+                         std::chrono::duration<double>(w_.o.cancel_grace).count()));
+      run.answer = Json{{"canceled", true}};
+    } else if (w_.stopping && (w_.immediate || Clock::now() - w_.stop_requested_at > w_.o.stop_grace)) {
+      runner_->Kill();
+      w_.Log(fmt::format("slot {}: stopping: {} {} killed and put back", index_, name, m.id));
+      if (run.connected) PutBack(b, d, prior);  // not connected: RabbitMQ has requeued it already
+      run.put_back = true;
+    }
+  }
+
+  // The job's outcome from how it ended: a cooperative stop's, its answer's, or its failure's.
+  static void Conclude(const Running& run, JobRecord& rec) {
+    rec.seconds = std::chrono::duration<double>(Clock::now() - run.t0).count();
+    if (run.canceled) {
+      rec.status = run.canceled->first;
+      rec.result = run.canceled->second;
+    } else if (run.answer->contains("result")) {
+      rec.status = WorkerJobStatus::kSuccess;
+      rec.result = (*run.answer)["result"];
+      rec.cached = run.answer->value("cached", Json(nullptr));
+    } else {
+      const Json& f = (*run.answer)["failure"];
+      rec.status = WorkerJobStatus::kFailure;
+      rec.result = celery::ExceptionInfo(f.value("exc_type", "RuntimeError"), f.value("message", ""),
+                                         f.value("exc_module", "builtins"));
+    }
+  }
+
+  void Run(Broker& b, const Delivery& d, const celery::TaskMessage& m, JobRecord rec, int prior) {
     struct ClearActive {
       Worker::Impl& w;
       int index;
@@ -347,91 +433,12 @@ class Slot {
         w.active.erase(index);
       }
     } clear{w_, index_};
-    w_.Log(fmt::format("slot {}: {} {} from {} (delivery {}) started", index_, celery::TaskShortName(m.task), m.id, d.queue,
-                       rec.delivery));
-    bool connected = true;
-    std::string lost_reason;
-    try {
-      Reply(b, m.reply_to, m.correlation_id,
-            celery::TaskResult{m.id, std::string(celery::kStarted),
-                               Json{{"pid", pid}, {"hostname", w_.node}, {"kf_acks_late", true}}, nullptr,
-                               Json::array()});
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kIO) throw;
-      connected = false;
-      lost_reason = e.what();
-    }
-    const Clock::time_point t0 = Clock::now();
-    std::optional<Json> answer;
-    // A job asked to stop cooperatively (soft time limit, revoke with terminate) ends with this outcome,
-    // whatever it returns; it is killed when it has not ended after cancel_grace.
-    std::optional<std::pair<std::string, Json>> canceled;   // (status, exception dict)
-    Clock::time_point canceled_at{};
-    auto cancel = [&](std::string status, Json exc, const std::string& why) {
-      canceled.emplace(std::move(status), std::move(exc));
-      canceled_at = Clock::now();
-      runner_->RequestStop();
-      ++w_.stats.canceled;
-      w_.Log(fmt::format("slot {}: {} {}: {}; asked the job to stop", index_, celery::TaskShortName(m.task), m.id, why));
-    };
-    while (!answer) {
-      answer = runner_->Wait(milliseconds(200));
-      if (answer) break;
-      if (connected) {
-        try {
-          if (w_.stopping) CancelConsumers(b);
-          // Prefetch 1: nothing else arrives; the call services heartbeats.
-          if (std::optional<Delivery> extra = b.Next(milliseconds(1))) PutBack(b, *extra, PriorDeliveries(extra->message));
-        } catch (const Error& e) {
-          if (e.kind() != ErrorKind::kIO) throw;
-          connected = false;
-          lost_reason = e.what();
-          w_.Log(fmt::format("slot {}: broker connection lost during {} ({}); the job goes on", index_, m.id,
-                             lost_reason));
-        }
-      }
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-      auto fail = [&](const char* type, const std::string& text) {
-        runner_->Kill();
-        answer = Json{{"failure", Json{{"exc_type", type}, {"exc_module", "celery.exceptions"}, {"message", text}}}};
-      };
-      if (m.hard_time_limit && *m.hard_time_limit > 0 && elapsed > *m.hard_time_limit) {
-        canceled.reset();  // the hard limit wins: the job is killed
-        fail("TimeLimitExceeded", fmt::format("{:g}", *m.hard_time_limit));
-      } else if (!canceled && m.soft_time_limit && *m.soft_time_limit > 0 && elapsed > *m.soft_time_limit) {
-        const std::string text = fmt::format("SoftTimeLimitExceeded({:g})", *m.soft_time_limit);
-        cancel(std::string(celery::kFailure), celery::ExceptionInfo("SoftTimeLimitExceeded", text, "celery.exceptions"),
-               fmt::format("soft time limit of {:g} s", *m.soft_time_limit));
-      } else if (!canceled && w_.RevokedState(m.id).value_or(false)) {
-        cancel(std::string(celery::kRevoked), celery::ExceptionInfo("TaskRevokedError", "terminated", "celery.exceptions"),
-               "revoked with terminate");
-      } else if (canceled && Clock::now() - canceled_at > w_.o.cancel_grace) {
-        runner_->Kill();
-        w_.Log(fmt::format("slot {}: {} {} did not stop within {:.1f} s; killed", index_, celery::TaskShortName(m.task), m.id,
-                           std::chrono::duration<double>(w_.o.cancel_grace).count()));
-        answer = Json{{"canceled", true}};
-      } else if (w_.stopping &&
-                 (w_.immediate || Clock::now() - w_.stop_requested_at > w_.o.stop_grace)) {
-        runner_->Kill();
-        w_.Log(fmt::format("slot {}: stopping: {} {} killed and put back", index_, celery::TaskShortName(m.task), m.id));
-        if (connected) PutBack(b, d, prior);
-        return;  // not connected: RabbitMQ has requeued it already
-      }
-    }
-    rec.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (canceled) {
-      rec.status = canceled->first;
-      rec.result = canceled->second;
-    } else if (answer->contains("result")) {
-      rec.status = std::string(celery::kSuccess);
-      rec.result = std::move((*answer)["result"]);
-    } else {
-      const Json& f = (*answer)["failure"];
-      rec.status = std::string(celery::kFailure);
-      rec.result = celery::ExceptionInfo(f.value("exc_type", "RuntimeError"), f.value("message", ""),
-                                         f.value("exc_module", "builtins"));
-    }
-    if (connected) {
+    Running run;
+    StartJob(b, d, m, rec, prior, run);
+    while (!run.answer && !run.put_back) Supervise(b, d, m, prior, run);
+    if (run.put_back) return;
+    Conclude(run, rec);
+    if (run.connected) {
       Finish(b, d, m, rec, true);
       return;
     }
@@ -441,12 +448,10 @@ class Slot {
       std::lock_guard<std::mutex> lock(w_.mu);
       w_.completed_after_loss.insert(m.id);
     }
-    celery::TaskResult r{m.id, rec.status, rec.result, nullptr, Json::array()};
-    if (rec.status != celery::kSuccess) r.traceback = TracebackOf(rec.result, w_.node);
-    if (!m.reply_to.empty()) pending_reply_ = celery::EncodeResultMessage(r, m.reply_to, m.correlation_id);
-    (rec.status == celery::kSuccess ? w_.stats.succeeded : w_.stats.failed)++;
+    if (!m.reply_to.empty()) pending_reply_ = celery::EncodeResultMessage(ResultOf(m, rec), m.reply_to, m.correlation_id);
+    (rec.status == WorkerJobStatus::kSuccess ? w_.stats.succeeded : w_.stats.failed)++;
     Record(rec);
-    throw Error(ErrorKind::kIO, "connection lost during job " + m.id + ": " + lost_reason);
+    throw Error(ErrorKind::kIO, "connection lost during job " + m.id + ": " + run.lost_reason);
   }
 
   Worker::Impl& w_;

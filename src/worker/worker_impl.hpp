@@ -1,5 +1,5 @@
-// Shared state of a running Worker (worker.cc: job slots; worker_control.cc: remote control; worker_record.cc:
-// the store). Internal to the worker module.
+// Shared state of a running Worker (worker.cc: job slots; worker_control.cc: remote control; the store is
+// written by the record module, kf::RecordWorkerJob). Internal to the worker module.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernelfoundry/celery.hpp"
+#include "kernelfoundry/record.hpp"
 #include "kernelfoundry/worker.hpp"
 
 namespace kf {
@@ -62,21 +63,21 @@ struct Worker::Impl {
   Json ControlAnswer(const celery::ControlRequest& request);
 };
 
-/// Everything a worker knows about one finished job, for the store.
+/// Everything a worker knows about one finished job: its reply and, through ToWorkerJob, its record in the
+/// store (kf::RecordWorkerJob, the record module's writer).
 struct JobRecord {
   celery::TaskMessage message;
   std::string node;
   std::string queue;
   int delivery = 1;
-  std::string status;          ///< SUCCESS, FAILURE, REVOKED
+  WorkerJobStatus status = WorkerJobStatus::kFailure;
   Json result = nullptr;       ///< the SUCCESS value, or the exception dict
   double seconds = 0;
   double started_epoch = 0;
+  Json cached = nullptr;       ///< the verdict cache entry of a test body's value ({key, created_at}), or null
 };
 
-/// Writes a jobs row (COMPLETE for SUCCESS, else FAIL), the tasks row when the job carried an encoded Task,
-/// and job_logs rows (an INFO summary, then one RAW row per process result). Never throws: a store error
-/// is returned as text ("" = stored).
-std::string RecordJob(Store& store, const JobRecord& record);
+/// The record module's view of a finished job (the body kind from the task name, the Celery facts).
+WorkerJob ToWorkerJob(const JobRecord& record);
 
 }  // namespace kf

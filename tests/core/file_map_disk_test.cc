@@ -1,10 +1,13 @@
 // MemoryFileMap <-> directories: the fixture packages against the reference goldens, ToDisk/FromDisk round
 // trips (mode + mtime), and the refusals (symlinks, specials, "..", limits) that must write nothing.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <set>
 
 #include "kernelfoundry/base64.hpp"
@@ -192,6 +195,62 @@ TEST(MemoryFileMapDisk, ToDiskEnforcesLimitsBeforeWriting) {
   clash.Set("a/b", "under a file");
   ExpectError(ErrorKind::kInvalidArgument, [&] { clash.ToDisk(tmp.path() / "out"); });
   EXPECT_EQ(CountEntries(tmp.path()), 0u);
+}
+
+// A failing write into a new directory (here: RLIMIT_FSIZE below the third file's size, in a child process)
+// leaves neither the output directory nor the staging directory behind; the error names the first file that
+// failed in map order.
+TEST(MemoryFileMapDisk, ToDiskIntoANewDirectoryIsAllOrNothing) {
+  TempDir tmp;
+  const fs::path out = tmp.path() / "out";
+  MemoryFileMap m;
+  for (int i = 0; i < 300; ++i) m.Set("d" + std::to_string(i % 7) + "/f" + std::to_string(i), std::string(100, 'x'));
+  m.Set("big/late.bin", std::string(64 * 1024, 'y'));  // over the child's file-size limit
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG instead of killing us
+    const struct rlimit lim {4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    try {
+      m.ToDisk(out);
+    } catch (const Error& e) {
+      _exit(e.kind() == ErrorKind::kIO && e.file() == (out / "big/late.bin").string() ? 42 : 43);
+    }
+    _exit(44);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 42);
+  EXPECT_EQ(CountEntries(tmp.path()), 0u);  // no half-written tree, no staging directory
+  m.ToDisk(out);  // without the limit it is written whole
+  EXPECT_EQ(CountEntries(out), 301u + 8u);
+  EXPECT_EQ(ReadFile(out / "d3" / "f10"), std::string(100, 'x'));
+  EXPECT_EQ(CountEntries(tmp.path()), 301u + 8u + 1u);  // only `out`: the staging name is gone
+}
+
+// Many files over several directories (the decode of a big package runs on several threads): every byte, mode
+// and mtime lands, into a new directory ("out/" with a trailing slash) and again as an overlay.
+TEST(MemoryFileMapDisk, ToDiskWritesManyFilesExactly) {
+  TempDir tmp;
+  MemoryFileMap m;
+  for (int i = 0; i < 1000; ++i) {
+    m.Set("d" + std::to_string(i % 13) + "/s" + std::to_string(i % 3) + "/f" + std::to_string(i),
+          std::string(static_cast<size_t>(i), static_cast<char>('a' + i % 26)),
+          FileMeta{i % 2 ? 0755u : 0600u, 1700000000.0 + i});
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    m.ToDisk(tmp.path().string() + "/out/");
+    const MemoryFileMap back = MemoryFileMap::FromDisk(tmp.path() / "out");
+    ASSERT_EQ(back.size(), m.size()) << pass;
+    for (const std::string& key : m.ListFiles()) {
+      ASSERT_EQ(*back.Find(key), *m.Find(key)) << key;
+      EXPECT_EQ(*back.Meta(key)->mode, *m.Meta(key)->mode) << key;
+      EXPECT_NEAR(*back.Meta(key)->mtime, *m.Meta(key)->mtime, 1e-6) << key;
+    }
+  }
+  EXPECT_EQ(CountEntries(tmp.path()), 1u + 13u + 39u + 1000u);  // no temp or staging entries left
 }
 
 // ---- FromDisk ----

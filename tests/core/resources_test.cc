@@ -57,11 +57,44 @@ TEST(Resources, PythonDirOfABuildTreeProgramIsTheBuildOrSourceTree) {
   ResourceDir dir = TaskPythonDir();
   EXPECT_TRUE(fs::is_regular_file(dir.path / "kernelfoundry/__init__.py")) << dir.path;
   if (dir.origin == "build tree") {
-    EXPECT_EQ(dir.path, fs::canonical(testing::BinaryDir() / "python"));
+    EXPECT_EQ(dir.path, fs::canonical(testing::BinaryDir() / "python-task"));
   } else {
     EXPECT_EQ(dir.origin, "source tree");
-    EXPECT_EQ(dir.path, fs::canonical(testing::SourceDir() / "python"));
+    EXPECT_EQ(dir.path, fs::canonical(testing::SourceDir() / "python/task"));
   }
+}
+
+// The trust split (python/README.md): the task side never holds a host-side module, and a variable pointing the
+// task side at the host directory is refused with a message saying which is which.
+TEST(Resources, TheTaskSideIsNeverTheHostSide) {
+  ScopedEnv unset("KF_PYTHON_DIR", nullptr);
+  ScopedEnv unset_host("KF_PYTHON_HOST_DIR", nullptr);
+  const ResourceDir task = TaskPythonDir();
+  EXPECT_FALSE(fs::exists(task.path / "kernelfoundry/zygote.py")) << task.path;
+  EXPECT_FALSE(fs::exists(task.path / "kernelfoundry/eval_pipeline/task.py")) << task.path;
+  const ResourceDir host = HostPythonDir();
+  EXPECT_EQ(host.origin, "build tree");
+  EXPECT_EQ(host.path, fs::canonical(testing::BinaryDir() / "python"));
+  EXPECT_NE(host.path, task.path);
+  ScopedEnv env("KF_PYTHON_DIR", host.path.c_str());
+  Error e = ExpectError(ErrorKind::kNotFound, [] { TaskPythonDir(); });
+  EXPECT_EQ(e.field(), "KF_PYTHON_DIR");
+  EXPECT_NE(e.message().find("is the host side of the Python package"), std::string::npos) << e.what();
+}
+
+TEST(Resources, HostPythonDirFromTheEnvironmentOrAnError) {
+  TempDir tmp;
+  WriteFile(tmp.path() / "host/kernelfoundry/zygote.py", "");
+  {
+    ScopedEnv env("KF_PYTHON_HOST_DIR", (tmp.path() / "host").c_str());
+    const ResourceDir dir = HostPythonDir();
+    EXPECT_EQ(dir.path, fs::canonical(tmp.path() / "host"));
+    EXPECT_EQ(dir.origin, "KF_PYTHON_HOST_DIR");
+  }
+  ScopedEnv env("KF_PYTHON_HOST_DIR", tmp.path().c_str());
+  Error e = ExpectError(ErrorKind::kNotFound, [] { HostPythonDir(); });
+  EXPECT_EQ(e.field(), "KF_PYTHON_HOST_DIR");
+  EXPECT_NE(e.message().find((tmp.path() / "kernelfoundry/zygote.py").string()), std::string::npos) << e.what();
 }
 
 TEST(Resources, SdkFromTheSourceTreeHasTheHeaderAndTheTimingLoopSources) {

@@ -1,7 +1,7 @@
 // The unprivileged sandbox of a child (ProcessOptions::sandbox, issue 25) and the read allow-list of Landlock
 // (FilesystemIsolation::readable_paths): the child runs as the sandbox user with no capability, no_new_privs and
 // the seccomp filter; reads outside the allow-list fail; what the filter refuses is refused the way it says
-// (EPERM, EACCES, ENOSYS, SIGSYS); ChildSandboxPlan describes the same plan.
+// (EPERM, EACCES, ENOSYS, SIGSYS); ChildContainmentRequest carries it to warm starts.
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -10,7 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "exec_test_util.hpp"
-#include "kernelfoundry/base64.hpp"
+#include "kernelfoundry/error.hpp"
+#include "kernelfoundry/json.hpp"
 #include "test_util.hpp"
 
 namespace kf {
@@ -200,42 +201,53 @@ TEST(Sandbox, ARootSandboxUserIsRefusedAndRootNeedsAUser) {
   }
 }
 
-TEST(Sandbox, ThePlanForWarmStartsIsTheRunnersPlan) {
+// Warm starts register what the run asks for (ChildContainmentRequest) and the worker makes its plan from it with the
+// runner's code (contain_test.cc runs both paths): the request carries every field back unchanged, and a malformed
+// one is refused naming the field.
+TEST(Sandbox, TheWarmStartRequestCarriesTheRunsContainment) {
   TempDir tmp;
   ProcessOptions o = SandboxPy("pass");
   FilesystemIsolation iso;
   iso.writable_paths = {tmp.path()};
   iso.readable_paths = std::vector<std::filesystem::path>{"/srv/task"};
+  iso.required = true;
   o.filesystem_isolation = iso;
-  o.sandbox = SandboxOf();
-  const Json plan = ChildSandboxPlan(o);
-  EXPECT_TRUE(plan["drop_privileges"].get<bool>());
-  if (geteuid() == 0) {
-    EXPECT_EQ(plan["user"]["name"], "nobody");
-  }
-  if (LandlockHere()) {
-    const Json& rules = plan["landlock"]["rules"];
-    bool has_usr = false, has_task = false, has_work = false, has_root = false;
-    for (const Json& rule : rules) {
-      const std::string path = rule[0];
-      has_usr = has_usr || path == "/usr";
-      has_task = has_task || path == "/srv/task";
-      has_work = has_work || path == tmp.path().string();
-      has_root = has_root || path == "/";
-    }
-    EXPECT_TRUE(has_usr && has_task && has_work) << rules.dump();
-    EXPECT_FALSE(has_root) << rules.dump();
-  }
-  if (SeccompHere()) {
-    const std::string program = Base64Decode(plan["seccomp"].get<std::string>());
-    EXPECT_EQ(program.size() % 8, 0u);  // struct sock_filter
-    EXPECT_GT(program.size(), 8u * 40);
-  }
+  ProcessSandbox sb;
+  sb.user = SandboxUser{4242, 4343, {44, 45}, "someone"};
+  sb.allow_perf_events = true;
+  o.sandbox = sb;
+  ProcessOptions back;
+  ParseChildContainmentRequest(ParseJson(DumpJson(ChildContainmentRequest(o)), "request"), &back);
+  ASSERT_TRUE(back.filesystem_isolation && back.sandbox && back.sandbox->user);
+  EXPECT_EQ(back.filesystem_isolation->writable_paths, iso.writable_paths);
+  EXPECT_EQ(back.filesystem_isolation->readable_paths, iso.readable_paths);
+  EXPECT_TRUE(back.filesystem_isolation->required);
+  EXPECT_EQ(back.sandbox->user->uid, 4242u);
+  EXPECT_EQ(back.sandbox->user->gid, 4343u);
+  EXPECT_EQ(back.sandbox->user->groups, (std::vector<uint32_t>{44, 45}));
+  EXPECT_EQ(back.sandbox->user->name, "someone");
+  EXPECT_TRUE(back.sandbox->allow_perf_events);
+  EXPECT_FALSE(back.sandbox->required);
+
+  o.filesystem_isolation->readable_paths.reset();
   o.sandbox.reset();
+  ParseChildContainmentRequest(ChildContainmentRequest(o), &back);
+  EXPECT_TRUE(back.filesystem_isolation && !back.filesystem_isolation->readable_paths);
+  EXPECT_FALSE(back.sandbox);
   o.filesystem_isolation.reset();
-  const Json none = ChildSandboxPlan(o);
-  EXPECT_FALSE(none["drop_privileges"].get<bool>());
-  EXPECT_TRUE(none["landlock"].is_null() && none["seccomp"].is_null() && none["user"].is_null()) << none.dump();
+  ParseChildContainmentRequest(ChildContainmentRequest(o), &back);
+  EXPECT_FALSE(back.filesystem_isolation || back.sandbox);
+
+  Json bad = ChildContainmentRequest(SandboxPy("pass"));
+  bad["sandbox"] = {{"user", {{"uid", -1}, {"gid", 0}, {"groups", Json::array()}}},
+                    {"allow_perf_events", false}, {"required", false}};
+  try {
+    ParseChildContainmentRequest(bad, &back);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_EQ(e.field(), "sandbox.user.uid") << e.what();
+  }
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #  1. kf run of the native example omp_reduction with its fast candidate: correct (SDK headers + sources and
 #     the example come from the prefix);
 #  2. kf validate of the pytest example bias_relu: test collection runs the installed Python package;
-#  3. with the prefix's Python package / SDK hidden, kf fails naming the prefix, not the source or build tree
+#  3. the install carries both sides of the Python package (python/README.md): the task side holds no host module,
+#     and the host side alone is the Python API's setup (`PYTHONPATH=<prefix>/share/kernelfoundry/python`);
+#  4. with the prefix's Python package / SDK hidden, kf fails naming the prefix, not the source or build tree
 #     (an installed kf never falls back to them).
 # Usage: install_test.sh BUILD_DIR [CMAKE]
 set -eu
@@ -20,7 +22,9 @@ show() { echo "---- $1"; cat "$1"; echo "----"; }
 mv "$tmp/installed" "$tmp/moved"
 p=$tmp/moved
 share=$p/share/kernelfoundry
-for f in bin/kf share/kernelfoundry/python/kernelfoundry/__init__.py \
+for f in bin/kf share/kernelfoundry/python-task/kernelfoundry/__init__.py \
+         share/kernelfoundry/python-task/kernelfoundry/warm_client.py share/kernelfoundry/python/kernelfoundry/__init__.py \
+         share/kernelfoundry/python/kernelfoundry/zygote.py share/kernelfoundry/python/kernelfoundry/pch_build.py \
          share/kernelfoundry/sdk/include/kernelfoundry/sdk/task_sdk.hpp \
          share/kernelfoundry/sdk/include/kernelfoundry/measure.hpp share/kernelfoundry/sdk/src/measure/measure.cc \
          share/kernelfoundry/examples/tasks/omp_reduction/config.yaml share/kernelfoundry/examples/tasks/bias_relu/task.py; do
@@ -47,15 +51,35 @@ echo "kf run omp_reduction fast.cpp from $tmp/elsewhere: status $status"
 kf validate "$share/examples/tasks/bias_relu" >"$tmp/validate.log" 2>&1 || { show "$tmp/validate.log"; fail "kf validate bias_relu"; }
 echo "kf validate bias_relu: ok"
 
-# 3. No fallback to the source or build tree.
-mv "$share/python" "$share/python.hidden"
+# 3. Both sides of the Python package: nothing of the host side in the task side; the host side alone is the
+#    Python API's one setup step, and it joins the installed task side (compiled modules of both included).
+for f in zygote.py pch_build.py eval_pipeline/task.py eval_pipeline/database; do
+  [ ! -e "$share/python-task/kernelfoundry/$f" ] || fail "the task side holds the host-side $f"
+done
+ls "$share/python-task/kernelfoundry/" | grep -q '^_measure.*\.so$' || fail "the task side lacks _measure"
+ls "$share/python/kernelfoundry/" | grep -q '^_contain.*\.so$' || fail "the host side lacks _contain"
+env -u PYTHONPATH PYTHONPATH="$share/python" /usr/bin/python3 -c '
+import sys, kernelfoundry, kernelfoundry.zygote, kernelfoundry._contain
+from kernelfoundry.eval_pipeline.task import Task
+from kernelfoundry.utils.performance import measure_runtime
+task, _ = Task.create(sys.argv[1])
+assert kernelfoundry.__file__ == sys.argv[2], kernelfoundry.__file__
+' "$share/examples/tasks/omp_reduction" "$share/python-task/kernelfoundry/__init__.py" >"$tmp/api.log" 2>&1 || {
+  show "$tmp/api.log"; fail "the Python API with PYTHONPATH=$share/python"; }
+rc=0
+env -u PYTHONPATH PYTHONPATH="$share/python-task" /usr/bin/python3 -c 'import kernelfoundry.zygote' >"$tmp/task.log" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] && grep -q ModuleNotFoundError "$tmp/task.log" || { show "$tmp/task.log"; fail "the task side imports the zygote"; }
+echo "python-task/ (task side) and python/ (host side, the Python API alone): ok"
+
+# 4. No fallback to the source or build tree.
+mv "$share/python-task" "$share/python-task.hidden"
 rc=0
 kf validate "$share/examples/tasks/bias_relu" >"$tmp/nopy.log" 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || { show "$tmp/nopy.log"; fail "kf validate succeeded without the installed Python package"; }
 grep -q "cannot find the task-side Python package" "$tmp/nopy.log" || { show "$tmp/nopy.log"; fail "no resource error"; }
-grep -q "$share/python" "$tmp/nopy.log" || { show "$tmp/nopy.log"; fail "the error does not name $share/python"; }
+grep -q "$share/python-task" "$tmp/nopy.log" || { show "$tmp/nopy.log"; fail "the error does not name $share/python-task"; }
 if grep -q "source tree\|build tree" "$tmp/nopy.log"; then show "$tmp/nopy.log"; fail "an installed kf looked in the source/build tree"; fi
-mv "$share/python.hidden" "$share/python"
+mv "$share/python-task.hidden" "$share/python-task"
 mv "$share/sdk" "$share/sdk.hidden"
 rc=0
 kf run "$share/examples/tasks/omp_reduction" --candidate "$share/examples/candidates/omp_reduction/fast.cpp" \
@@ -63,5 +87,5 @@ kf run "$share/examples/tasks/omp_reduction" --candidate "$share/examples/candid
 [ "$rc" -ne 0 ] || { show "$tmp/nosdk.log"; fail "kf run succeeded without the installed SDK"; }
 grep -q "cannot find the task SDK" "$tmp/nosdk.log" || { show "$tmp/nosdk.log"; fail "no SDK resource error"; }
 if grep -q "source tree\|build tree" "$tmp/nosdk.log"; then show "$tmp/nosdk.log"; fail "an installed kf looked in the source/build tree"; fi
-echo "without share/kernelfoundry/{python,sdk}: kf names the prefix and no development tree"
+echo "without share/kernelfoundry/{python-task,sdk}: kf names the prefix and no development tree"
 echo "install test: passed"

@@ -72,7 +72,8 @@ class FakeHarness final : public Harness {
     Json record = {{"paired", true}, {"status", "correct"}, {"detail", ""}, {"speedup", speedup},
                    {"ci", Json::array({speedup * 0.95, speedup * 1.05})}, {"rounds", 24}};
     if (timing) timing(record);
-    out.timing = Json{{"paired", Json{{"task.py::TestX::test_bench", record}}}, {"conditions", Json::object()}};
+    out.timing =
+        PairedTiming::FromJson(Json{{"paired", Json{{"task.py::TestX::test_bench", record}}}, {"conditions", Json::object()}});
     const std::string status = record["status"];
     if (status != "correct") out.verdict = {*EvalStatusFromName(status), record["detail"]};
     out.reference_result = ref.result;

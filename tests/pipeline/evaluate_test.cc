@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <tuple>
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
@@ -259,20 +260,22 @@ TEST_F(PyScale, TimedProcessesRunOnTheDeclaredAllocator) {
   }
 }
 
+// A stage runner that only counts builds (config checks must refuse before the first).
+struct CountingRunner final : StageRunner {
+  int builds = 0;
+  BuildStageResult Build(Task&, const BuildPlan&, const EvaluateOptions&) override {
+    ++builds;
+    return {};
+  }
+  TestStageResult Test(const Task&, const std::vector<TestVariant>&, const std::vector<std::string>&,
+                       const EvaluateOptions&) override {
+    return {};
+  }
+};
+
 // Regression (stop 20): a bad eval_config.allocator was reported only after the candidate's build (the test
 // stage reads it). Every config field the test stage reads is checked before the build now.
 TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
-  struct CountingRunner final : StageRunner {
-    int builds = 0;
-    BuildStageResult Build(Task&, const BuildPlan&, const EvaluateOptions&) override {
-      ++builds;
-      return {};
-    }
-    TestStageResult Test(const Task&, const std::vector<TestVariant>&, const std::vector<std::string>&,
-                         const EvaluateOptions&) override {
-      return {};
-    }
-  };
   const std::vector<std::pair<std::string, Json>> bad = {
       {"allocator", Json("tcmalloc")}, {"threads", Json(0)}, {"timing", Json{{"mode", "both"}}},
       {"timing", Json{{"layouts", 0}}}, {"timing", Json{{"layouts", 1.5}}}, {"timing", Json{{"layouts", 65}}},
@@ -317,13 +320,38 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
   }
   Task task = task_;
   Json config = task.config;
-  config["eval_config"]["timing"] = Json{{"layouts", 2}, {"mode", "separate"}};
+  config["eval_config"]["timing"] = Json{{"processes", 2}, {"max_processes", 4}, {"budget_s", 3}};
   task.ApplyConfig(config);
   CountingRunner runner;
   EvaluateOptions o;
   o.runner = &runner;
   Evaluate(task, std::nullopt, o);
   EXPECT_EQ(runner.builds, 1);
+}
+
+// Keys of removed mechanisms (timing.mode: separate, process layouts) are refused before anything is built, naming
+// what replaced them: a task that asked for them must not get paired timing in one process silently.
+TEST_F(PyScale, RemovedTimingKeysAreRefusedNamingTheReplacement) {
+  for (const auto& [key, value, says] : {std::tuple<std::string, Json, std::string>{"mode", "separate", "always paired"},
+                                         {"mode", "paired", "always paired"},
+                                         {"layouts", 2, "timing.processes"},
+                                         {"layout_block", 8, "layouts were removed"}}) {
+    Task task = task_;
+    Json config = task.config;
+    config["eval_config"]["timing"] = Json{{key, value}};
+    task.ApplyConfig(config);
+    CountingRunner runner;
+    EvaluateOptions o;
+    o.runner = &runner;
+    try {
+      Evaluate(task, std::nullopt, o);
+      ADD_FAILURE() << key << " = " << value.dump() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("eval_config.timing." + key), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(runner.builds, 0);
+  }
 }
 
 // eval_config.timing.processes: the paired phase in several test processes, merged at the process level

@@ -10,7 +10,7 @@ namespace {
 
 // A paired record as kernelfoundry/paired.py writes it: `n` rounds of the candidate at `cand_ms` and the
 // reference at `cand_ms * ratio` (speedup `ratio`), with a ±0.1 % wobble so the rounds are not all equal.
-Json Record(double ratio, int n, const std::string& status = "correct") {
+Json RecordJson(double ratio, int n, const std::string& status = "correct") {
   Json c = Json::array(), r = Json::array();
   for (int i = 0; i < n; ++i) {
     const double wobble = 1.0 + 0.001 * ((i % 3) - 1);
@@ -20,12 +20,27 @@ Json Record(double ratio, int n, const std::string& status = "correct") {
   return Json{{"paired", true},        {"status", status}, {"detail", ""},         {"speedup", ratio},
               {"ci", {ratio, ratio}},  {"rounds", n},      {"warmup_rounds", 4},   {"checked_rounds", 3},
               {"stop", "budget"},      {"candidate_ms", c}, {"reference_ms", r},   {"elapsed_s", 1.5},
-              {"after_return_cpu_ms", {{"candidate", 0.25}, {"reference", 0.5}}},  {"value_sets", 4},
-              {"layouts", 1},          {"layout_speedups", {ratio}}};
+              {"after_return_cpu_ms", {{"candidate", 0.25}, {"reference", 0.5}}},  {"value_sets", 4}};
+}
+PairedRecord Record(double ratio, int n, const std::string& status = "correct") {
+  return PairedRecordFromJson(RecordJson(ratio, n, status));
+}
+
+// The merge's options: target and seed.
+PairedOptions Options(double target, uint64_t seed) {
+  PairedOptions o;
+  o.target_rel_half_width = target;
+  o.seed = seed;
+  return o;
+}
+
+// The wire form of a merged record (what the assertions below read).
+Json MergeRecords(const std::vector<PairedRecord>& records, double target, uint64_t seed) {
+  return ToJson(paired_processes::MergeRecords(records, Options(target, seed)));
 }
 
 TEST(PairedProcesses, RecordsArePooledAndTheIntervalCoversTheProcesses) {
-  const Json m = paired_processes::MergeRecords({Record(0.97, 20), Record(1.00, 20), Record(1.04, 20)}, 0.02, 7);
+  const Json m = MergeRecords({Record(0.97, 20), Record(1.00, 20), Record(1.04, 20)}, 0.02, 7);
   EXPECT_EQ(m["processes"], 3);
   EXPECT_EQ(m["rounds"], 60);
   EXPECT_EQ(m["warmup_rounds"], 12);
@@ -33,7 +48,6 @@ TEST(PairedProcesses, RecordsArePooledAndTheIntervalCoversTheProcesses) {
   EXPECT_DOUBLE_EQ(m["elapsed_s"].get<double>(), 4.5);
   EXPECT_DOUBLE_EQ(m["after_return_cpu_ms"]["reference"].get<double>(), 1.5);
   EXPECT_EQ(m["candidate_ms"].size(), 60u);
-  EXPECT_EQ(m["layout_speedups"], Json::array({0.97, 1.00, 1.04}));
   EXPECT_EQ(m["process_speedups"], Json::array({0.97, 1.00, 1.04}));
   EXPECT_EQ(m["stop"], "processes");
   EXPECT_NEAR(m["speedup"].get<double>(), 1.00, 0.002);
@@ -44,34 +58,35 @@ TEST(PairedProcesses, RecordsArePooledAndTheIntervalCoversTheProcesses) {
   EXPECT_NE(m["detail"].get<std::string>().find("in 3 processes (target ±2.0 %)"), std::string::npos)
       << m["detail"];
   // Agreeing processes reach the target: correct, no detail.
-  const Json ok = paired_processes::MergeRecords({Record(1.5, 20, "noisy"), Record(1.5, 20)}, 0.02, 7);
+  const Json ok = MergeRecords({Record(1.5, 20, "noisy"), Record(1.5, 20)}, 0.02, 7);
   EXPECT_EQ(ok["status"], "correct") << ok.dump();
   EXPECT_EQ(ok["detail"], "");
   EXPECT_NEAR(ok["speedup"].get<double>(), 1.5, 0.003);
 }
 
 TEST(PairedProcesses, ACaughtProblemInAnyProcessWins) {
-  Json cheat = Record(40.0, 8, "suspicious");
-  cheat["detail"] = "a speedup of 40.00x did not hold";
-  const Json m = paired_processes::MergeRecords({Record(1.0, 20), cheat, Record(1.0, 20)}, 0.02, 7);
+  PairedRecord cheat = Record(40.0, 8, "suspicious");
+  cheat.detail = "a speedup of 40.00x did not hold";
+  const Json m = MergeRecords({Record(1.0, 20), cheat, Record(1.0, 20)}, 0.02, 7);
   EXPECT_EQ(m["status"], "suspicious");
   EXPECT_EQ(m["detail"], "a speedup of 40.00x did not hold");
   EXPECT_EQ(m["process"], 1);
   EXPECT_EQ(m["processes"], 3);
-  const Json unpaired = Json{{"paired", false}, {"status", "correct"}, {"detail", "not paired: no reference"}};
-  EXPECT_EQ(paired_processes::MergeRecords({Record(1.0, 20), unpaired}, 0.02, 7)["paired"], false);
+  const PairedRecord unpaired =
+      PairedRecordFromJson(Json{{"paired", false}, {"status", "correct"}, {"detail", "not paired: no reference"}});
+  EXPECT_EQ(MergeRecords({Record(1.0, 20), unpaired}, 0.02, 7)["paired"], false);
   // One record: unchanged.
-  EXPECT_EQ(paired_processes::MergeRecords({Record(1.2, 20)}, 0.02, 7), Record(1.2, 20));
+  EXPECT_EQ(MergeRecords({Record(1.2, 20)}, 0.02, 7), ToJson(Record(1.2, 20)));
 }
 
 TEST(PairedProcesses, MalformedRecordsAreRejected) {
-  EXPECT_THROW(paired_processes::MergeRecords({}, 0.02, 7), Error);
-  Json short_ref = Record(1.0, 20);
-  short_ref["reference_ms"].erase(short_ref["reference_ms"].size() - 1);
-  EXPECT_THROW(paired_processes::MergeRecords({Record(1.0, 20), short_ref}, 0.02, 7), Error);
-  Json zero = Record(1.0, 20);
-  zero["candidate_ms"][3] = 0.0;
-  EXPECT_THROW(paired_processes::MergeRecords({zero, Record(1.0, 20)}, 0.02, 7), Error);
+  EXPECT_THROW(MergeRecords({}, 0.02, 7), Error);
+  PairedRecord short_ref = Record(1.0, 20);
+  short_ref.reference_ms.pop_back();
+  EXPECT_THROW(MergeRecords({Record(1.0, 20), short_ref}, 0.02, 7), Error);
+  PairedRecord zero = Record(1.0, 20);
+  zero.candidate_ms[3] = 0.0;
+  EXPECT_THROW(MergeRecords({zero, Record(1.0, 20)}, 0.02, 7), Error);
 }
 
 PhaseRun TimedRun(double ratio, EvalStatus status = EvalStatus::kCorrect) {
@@ -83,7 +98,8 @@ PhaseRun TimedRun(double ratio, EvalStatus status = EvalStatus::kCorrect) {
   run.reference_result = ProcessResult{};
   run.reference_result->output_data = Json{{"runtimes", {{"task.py::T::test_bench", {3.0}}}}};
   run.reference_verdict = Classification{EvalStatus::kCorrect, ""};
-  run.timing = Json{{"paired", {{"task.py::T::test_bench", Record(ratio, 20)}}}, {"conditions", Json::object()}};
+  run.timing = PairedTiming::FromJson(
+      Json{{"paired", {{"task.py::T::test_bench", RecordJson(ratio, 20)}}}, {"conditions", Json::object()}});
   return run;
 }
 
@@ -91,19 +107,19 @@ TEST(PairedProcesses, RunsAreMergedWithTheirRuntimesAndAFailedRunIsTheVerdict) {
   std::vector<PhaseRun> runs;
   runs.push_back(TimedRun(1.3));
   runs.push_back(TimedRun(1.3));
-  const PhaseRun m = paired_processes::MergeRuns(std::move(runs), 0.02, 1);
+  const PhaseRun m = paired_processes::MergeRuns(std::move(runs), Options(0.02, 1));
   EXPECT_EQ(m.verdict.status, EvalStatus::kCorrect) << m.verdict.detail;
   EXPECT_DOUBLE_EQ(m.wall_s, 4.0);
   EXPECT_EQ((*m.result.output_data)["runtimes"]["task.py::T::test_bench"], Json::array({1.0, 2.0, 1.0, 2.0}));
   EXPECT_EQ((*m.reference_result->output_data)["runtimes"]["task.py::T::test_bench"], Json::array({3.0, 3.0}));
-  EXPECT_EQ(m.timing["paired"]["task.py::T::test_bench"]["processes"], 2);
+  EXPECT_EQ(m.timing->ToJson()["paired"]["task.py::T::test_bench"]["processes"], 2);
   EXPECT_EQ(m.result.stdout_text, "run output\n----- timed process 2 of 2 -----\nrun output");
 
   std::vector<PhaseRun> failing;
   failing.push_back(TimedRun(1.3));
   failing.push_back(TimedRun(1.3, EvalStatus::kTestTimeout));
   failing.back().verdict.detail = "timed out";
-  const PhaseRun f = paired_processes::MergeRuns(std::move(failing), 0.02, 1);
+  const PhaseRun f = paired_processes::MergeRuns(std::move(failing), Options(0.02, 1));
   EXPECT_EQ(f.verdict.status, EvalStatus::kTestTimeout);
   EXPECT_EQ(f.verdict.detail, "timed out");
   EXPECT_DOUBLE_EQ(f.wall_s, 2.0);
@@ -112,17 +128,17 @@ TEST(PairedProcesses, RunsAreMergedWithTheirRuntimesAndAFailedRunIsTheVerdict) {
   std::vector<PhaseRun> spread;
   spread.push_back(TimedRun(0.9));
   spread.push_back(TimedRun(1.1));
-  const PhaseRun n = paired_processes::MergeRuns(std::move(spread), 0.02, 1);
+  const PhaseRun n = paired_processes::MergeRuns(std::move(spread), Options(0.02, 1));
   EXPECT_EQ(n.verdict.status, EvalStatus::kNoisy);
   EXPECT_NE(n.verdict.detail.find("task.py::T::test_bench: the 95 % interval"), std::string::npos) << n.verdict.detail;
-  EXPECT_THROW(paired_processes::MergeRuns({}, 0.02, 1), Error);
+  EXPECT_THROW(paired_processes::MergeRuns({}, Options(0.02, 1)), Error);
 
   // Records that cannot be merged (no per-round times): a protocol error, not an exception.
   std::vector<PhaseRun> broken;
   broken.push_back(TimedRun(1.0));
   broken.push_back(TimedRun(1.0));
-  broken.back().timing["paired"]["task.py::T::test_bench"].erase("reference_ms");
-  const PhaseRun b = paired_processes::MergeRuns(std::move(broken), 0.02, 1);
+  broken.back().timing->records.front().second.reference_ms.clear();
+  const PhaseRun b = paired_processes::MergeRuns(std::move(broken), Options(0.02, 1));
   EXPECT_EQ(b.verdict.status, EvalStatus::kTestError);
   EXPECT_NE(b.verdict.detail.find("protocol error: the timing records of task.py::T::test_bench"), std::string::npos)
       << b.verdict.detail;
@@ -134,21 +150,21 @@ TEST(PairedProcesses, TheTargetIsReachedWhenTheMergedIntervalIsNarrowEnough) {
   std::vector<PhaseRun> agreeing;
   agreeing.push_back(TimedRun(1.3));
   agreeing.push_back(TimedRun(1.3));
-  EXPECT_TRUE(paired_processes::ReachedTarget(agreeing, 0.02, 1));
+  EXPECT_TRUE(paired_processes::ReachedTarget(agreeing, Options(0.02, 1)));
 
   std::vector<PhaseRun> spread;  // each process alone is ±0.1 %, together ±10 %: more processes are needed
   spread.push_back(TimedRun(0.9));
   spread.push_back(TimedRun(1.1));
-  EXPECT_FALSE(paired_processes::ReachedTarget(spread, 0.02, 1));
-  EXPECT_TRUE(paired_processes::ReachedTarget(spread, 5.0, 1));  // a loose target is reached (t(1) = 12.7)
-  EXPECT_FALSE(paired_processes::ReachedTarget({}, 0.02, 1));
+  EXPECT_FALSE(paired_processes::ReachedTarget(spread, Options(0.02, 1)));
+  EXPECT_TRUE(paired_processes::ReachedTarget(spread, Options(5.0, 1)));  // a loose target is reached (t(1) = 12.7)
+  EXPECT_FALSE(paired_processes::ReachedTarget({}, Options(0.02, 1)));
 
   spread.push_back(TimedRun(1.0, EvalStatus::kTestTimeout));  // a failed process is the verdict: stop
-  EXPECT_TRUE(paired_processes::ReachedTarget(spread, 0.02, 1));
+  EXPECT_TRUE(paired_processes::ReachedTarget(spread, Options(0.02, 1)));
   std::vector<PhaseRun> untimed;
   untimed.push_back(TimedRun(1.0));
-  untimed.back().timing = nullptr;
-  EXPECT_TRUE(paired_processes::ReachedTarget(untimed, 0.02, 1));
+  untimed.back().timing.reset();
+  EXPECT_TRUE(paired_processes::ReachedTarget(untimed, Options(0.02, 1)));
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ std::string AllOutput(const Evaluation& ev) {
   return all;
 }
 
-class RedTeam : public ::testing::Test {
+class RedTeamE2E : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::UseTestCache();
@@ -215,6 +215,7 @@ class RedTeam : public ::testing::Test {
     EvaluateOptions o;
     o.work_root = t_.work_root;
     o.test_reference = false;
+    o.correctness_only = true;  // every attempt runs when the candidate loads; no phase needs timing
     return Evaluate(task, BlockUpdate{BlockUpdateShort{{"EVOLVE", code}}}, o);
   }
 
@@ -257,7 +258,7 @@ bool FullyIsolated(std::string* why) {
   return iso.Complete();
 }
 
-TEST_F(RedTeam, PytestPathEveryAttemptIsRefusedAndNamed) {
+TEST_F(RedTeamE2E, PytestPathEveryAttemptIsRefusedAndNamed) {
   std::string why;
   if (!FullyIsolated(&why)) GTEST_SKIP() << "not fully isolated here: " << why;
   const fs::path dir = tmp_.path() / "py_scale";
@@ -269,7 +270,7 @@ TEST_F(RedTeam, PytestPathEveryAttemptIsRefusedAndNamed) {
   for (const Attempt& a : Attempts(t_)) Check(a, Run(task, PythonCandidate(a)), "pytest");
 }
 
-TEST_F(RedTeam, NativePathEveryAttemptIsRefusedAndNamed) {
+TEST_F(RedTeamE2E, NativePathEveryAttemptIsRefusedAndNamed) {
   std::string why;
   if (!FullyIsolated(&why)) GTEST_SKIP() << "not fully isolated here: " << why;
   const Task task = testing::LoadTestTask(testing::CopyExample("omp_reduction", tmp_.path()));

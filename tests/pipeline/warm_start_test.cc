@@ -10,6 +10,7 @@
 #include "harness/warm_start.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/json.hpp"
 #include "kernelfoundry/process.hpp"
 #include "pipeline_util.hpp"
 
@@ -50,6 +51,63 @@ std::string CheckingCandidate(bool want_warm) {
   return code;
 }
 
+// The candidate describes its process's containment and what of kf's host side it can reach, and fails with that
+// description ("FINGERPRINT<json>END" in the log): the warm and the cold path must give the same one (apart from the
+// per-run cgroup leaf and temp dir names, normalised here in the candidate).
+constexpr const char* kFingerprintCandidate = R"PY(import json as _json, os as _os, re as _re, resource as _res, sys as _sys
+def _try(f):
+    try:
+        f()
+        return "ok"
+    except BaseException as e:
+        return type(e).__name__ + ":" + str(getattr(e, "errno", ""))
+def _write(path):
+    def go():
+        with open(path, "w") as f:
+            f.write("x")
+        _os.unlink(path)
+    return go
+def _import(name):
+    return lambda: __import__(name)
+def _fingerprint():
+    status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+    tmp = _os.environ.get("TMPDIR", "")
+    out = {
+        "ids": [_os.getuid(), _os.geteuid(), _os.getgid(), _os.getegid(), sorted(_os.getgroups())],
+        "status": {k: status[k].strip() for k in ("NoNewPrivs", "Seccomp", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+                   if k in status},
+        "rlimits": {n: list(_res.getrlimit(getattr(_res, n))) for n in sorted(dir(_res)) if n.startswith("RLIMIT_")},
+        "cgroup": _re.sub(r"kf-[0-9]+-[0-9]+", "kf-RUN", open("/proc/self/cgroup").read()),
+        "session_leader": _os.getsid(0) == _os.getpid(), "group_leader": _os.getpgid(0) == _os.getpid(),
+        "writes": {"task_dir": _try(_write("fingerprint_probe.txt")), "tmpdir": _try(_write(_os.path.join(tmp, "probe"))),
+                   "dev_shm": _try(_write("/dev/shm/kf-fingerprint-%d" % _os.getpid())),
+                   "dev_new": _try(_write("/dev/kf-fingerprint-probe")), "slash_tmp": _try(_write("/tmp/kf-fingerprint-%d" % _os.getpid())),
+                   "dev_null": _try(lambda: open("/dev/null", "w").write("x"))},
+        "host_imports": {n: _try(_import(n)) for n in ("kernelfoundry.zygote", "kernelfoundry._contain", "kernelfoundry.pch_build",
+                                                        "kernelfoundry.eval_pipeline._core", "kernelfoundry.eval_pipeline.task")},
+        "host_on_path": [p for p in _sys.path if _os.path.exists(_os.path.join(p or ".", "kernelfoundry", "zygote.py"))],
+        "host_modules": sorted(n for n, m in list(_sys.modules.items()) if n.startswith("kernelfoundry") and
+                               _os.path.exists(_os.path.join(_os.path.dirname(getattr(m, "__file__", None) or "/nonexistent/x"), "zygote.py"))),
+        "main": getattr(getattr(_sys.modules.get("__main__"), "__spec__", None), "name", None),
+        "env_names": sorted(k for k in _os.environ if k not in ("PYTEST_CURRENT_TEST", "KF_WARM_START")),
+        "pythonpath": _os.environ.get("PYTHONPATH"),
+        "parent_is_zygote": b"kernelfoundry.zygote" in open("/proc/%d/cmdline" % _os.getppid(), "rb").read(),
+    }
+    return _json.dumps(out, sort_keys=True)
+_FP = _fingerprint()
+def scale(xs):
+    raise AssertionError("FINGERPRINT" + _FP + "END")
+)PY";
+
+// The fingerprint in an evaluation's log (see kFingerprintCandidate).
+Json FingerprintOf(const Evaluation& ev) {
+  const std::string& log = ev.result.eval_log;
+  const size_t a = log.find("FINGERPRINT{");
+  const size_t b = a == std::string::npos ? a : log.find("}END", a);
+  if (b == std::string::npos) return Json();
+  return Json::parse(log.substr(a + 11, b + 1 - (a + 11)));
+}
+
 class WarmStart : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -87,6 +145,47 @@ TEST_F(WarmStart, OffStartsEveryTestProcessCold) {
   EXPECT_TRUE(IsCorrectFamily(ev.result.status)) << ev.result.status_detail << "\n" << ev.result.eval_log;
   ASSERT_TRUE(ev.result.timing.is_object()) << ev.result.eval_log;
   EXPECT_EQ(ev.result.timing["conditions"]["start"], "cold") << ev.result.timing.dump();
+}
+
+// The zygote's worker takes its containment through the exec module's own function (src/exec/contain.hpp,
+// ContainSelf, via kernelfoundry._contain) and drops the host side: what a warm test process sees of its
+// containment — ids, capabilities, no_new_privs, every resource limit, its cgroup, session, Landlock's refusals —
+// and of kf's host-side Python equals what a cold one sees, and neither can import a host module.
+TEST_F(WarmStart, AWarmTestProcessIsContainedExactlyLikeAColdOneAndSeesNoHostModule) {
+  if (!CgroupTreeContainment()) GTEST_SKIP() << "warm starts need a cgroup v2 per run";
+  Evaluation warm = Run(kFingerprintCandidate);
+  Json w = FingerprintOf(warm);
+  ASSERT_TRUE(w.is_object()) << warm.result.eval_log;
+  Evaluation cold;
+  {
+    testing::ScopedEnv off("KF_WARM_START", "off");
+    cold = Run(kFingerprintCandidate);
+  }
+  Json c = FingerprintOf(cold);
+  ASSERT_TRUE(c.is_object()) << cold.result.eval_log;
+  // The warm one really was forked by the zygote and the cold one was not.
+  EXPECT_EQ(w["parent_is_zygote"], true) << warm.result.eval_log;
+  EXPECT_EQ(c["parent_is_zygote"], false) << cold.result.eval_log;
+  for (const auto& [key, value] : c.items()) {
+    if (key == "parent_is_zygote") continue;
+    EXPECT_EQ(w[key], value) << "differs: " << key;
+  }
+  EXPECT_EQ(w.size(), c.size());
+  for (const Json* fp : {&w, &c}) {
+    for (const auto& [name, outcome] : (*fp)["host_imports"].items()) {
+      EXPECT_EQ(outcome, "ModuleNotFoundError:") << name << " is importable in a task run";
+    }
+    EXPECT_TRUE((*fp)["host_on_path"].empty()) << fp->dump();
+    EXPECT_TRUE((*fp)["host_modules"].empty()) << fp->dump();
+    EXPECT_EQ((*fp)["main"], "pytest.__main__") << fp->dump();
+    EXPECT_EQ((*fp)["session_leader"], true);
+    EXPECT_EQ((*fp)["writes"]["tmpdir"], "ok");
+    if (ChildIsolationApplied()) {
+      EXPECT_EQ((*fp)["writes"]["task_dir"], "PermissionError:13");
+      EXPECT_EQ((*fp)["writes"]["dev_new"], "PermissionError:13");
+      EXPECT_EQ((*fp)["status"]["NoNewPrivs"], "1");
+    }
+  }
 }
 
 // A failing check is seen (the candidate above is not vacuous): expecting a cold start in a warm run fails.

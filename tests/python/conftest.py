@@ -1,8 +1,10 @@
 """Helpers for the Python package tests. Run (from the repository root, after building):
     PYTHONPATH=build/python /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python
-The package under test is the one the build assembled: $KF_PYTHON_DIR, else the sys.path entry holding
-kernelfoundry/_measure*.so (PYTHONPATH), else <repo>/build/python. `kf` is looked up beside it (<build dir>/kf)
-unless $KF_BIN names it.
+The package under test is the one the build assembled, in its two directories (python/README.md): the host side
+PYTHON_DIR ($KF_PYTHON_HOST_DIR, else the sys.path entry holding kernelfoundry/eval_pipeline/_core*.so
+(PYTHONPATH), else <repo>/build/python) — what this test process imports, as a host program does — and the task
+side TASK_PYTHON_DIR ($KF_PYTHON_DIR, else PYTHON_DIR's sibling python-task) — what task processes started here get
+on PYTHONPATH (task_env), as kf gives them. `kf` is looked up beside them (<build dir>/kf) unless $KF_BIN names it.
 
 Torch extensions are cached under ``$KF_CACHE_DIR`` (default here: ``<repo>/.cache/kernelfoundry-tests``),
 so only the first run compiles relu_cpu's kernel.
@@ -24,15 +26,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _python_dir() -> Path:
-    if os.environ.get("KF_PYTHON_DIR"):
-        return Path(os.environ["KF_PYTHON_DIR"]).resolve()
+    if os.environ.get("KF_PYTHON_HOST_DIR"):
+        return Path(os.environ["KF_PYTHON_HOST_DIR"]).resolve()
     for entry in sys.path:
-        if entry and list((Path(entry) / "kernelfoundry").glob("_measure*.so")):
+        if entry and list((Path(entry) / "kernelfoundry" / "eval_pipeline").glob("_core*.so")):
             return Path(entry).resolve()
     return REPO / "build" / "python"
 
 
 PYTHON_DIR = _python_dir()
+TASK_PYTHON_DIR = Path(os.environ.get("KF_PYTHON_DIR") or PYTHON_DIR.parent / "python-task").resolve()
 KF_BIN = Path(os.environ.get("KF_BIN") or PYTHON_DIR.parent / "kf")
 SHARED = Path(os.environ.get("KF_SHARED_DIR") or REPO.parent / "shared").resolve()
 FIXTURES = SHARED / "fixtures" / "tasks"
@@ -41,14 +44,18 @@ CACHE_DIR = Path(os.environ.get("KF_CACHE_DIR") or REPO / ".cache" / "kernelfoun
 #: Short measurement loops for tests that only need some samples (explicit task options still win).
 FAST_MEASURE = json.dumps({"warmup_min_time": 0.02, "perf_trials_min_time": 0.05, "inner_loop_min_time": 0.001})
 
-if str(PYTHON_DIR) not in sys.path:
-    sys.path.insert(0, str(PYTHON_DIR))
+# Both sides, the task side first (its package; the host side joins it), as kf's zygote has them.
+for _entry in (str(PYTHON_DIR), str(TASK_PYTHON_DIR)):
+    if _entry not in sys.path:
+        sys.path.insert(0, _entry)
 
 
 def pytest_configure(config):
-    for module in ("kernelfoundry/_measure*.so", "kernelfoundry/eval_pipeline/_core*.so"):
-        if not list(PYTHON_DIR.glob(module)):
-            raise pytest.UsageError(f"{PYTHON_DIR}/{module} is missing: build the project (`ninja -C <build dir>`) "
+    for directory, module in ((TASK_PYTHON_DIR, "kernelfoundry/_measure*.so"),
+                              (PYTHON_DIR, "kernelfoundry/_contain*.so"),
+                              (PYTHON_DIR, "kernelfoundry/eval_pipeline/_core*.so")):
+        if not list(directory.glob(module)):
+            raise pytest.UsageError(f"{directory}/{module} is missing: build the project (`ninja -C <build dir>`) "
                                     "and run with PYTHONPATH=<build dir>/python")
 
 
@@ -70,7 +77,9 @@ def copy_fixture(name: str, dest_parent: Path) -> Path:
 
 def task_env(**extra: str) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(PYTHON_DIR) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # A task process gets the task side only, as under kf (the host directory of this test process is left out).
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != PYTHON_DIR]
+    env["PYTHONPATH"] = os.pathsep.join([str(TASK_PYTHON_DIR), *rest])
     env["KF_CACHE_DIR"] = str(CACHE_DIR)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     for key in ("KERNELFOUNDRY_PROFILER", "UNITRACE_VERSION", "NV_NSIGHT_INJECTION_PORT_BASE",

@@ -1,6 +1,6 @@
 """Warm executors (kernelfoundry.fork_server): a test process forked from kf's zygote starts its executors by fork
 from a pristine copy of itself. Each case runs a small checker script (a fresh Python that calls
-fork_server.start() as a zygote worker does) and checks what its executors see: the checker's memory is not in
+fork_server.start(_serve) as a zygote worker does) and checks what its executors see: the checker's memory is not in
 them (a plain fork of the checker is the negative control), calls and crashes behave as in a cold start, the
 environment, cwd and output descriptors are the checker's, no kf descriptor leaks, start-time settings that a fork
 cannot take fall back to cold, and everything dies with the checker."""
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON_DIR
+from conftest import TASK_PYTHON_DIR as PYTHON_DIR  # the checker is a task process: the task side only
 
 pytest.importorskip("torch")
 
@@ -115,14 +115,14 @@ CHECKER = textwrap.dedent('''
     os.chdir(sys.argv[2])
     mode = sys.argv[3]
     from kernelfoundry import fork_server
-    from kernelfoundry.executor import Executor
+    from kernelfoundry.executor import Executor, _serve
     import torch  # preloaded, as in kf's zygote
     out = {}
     decoy_r, decoy_w = os.pipe()  # stands for kf's result descriptor 6 of a test run
     os.dup2(decoy_w, 6)
     out["fd6"] = os.readlink("/proc/self/fd/6")
     if mode != "cold":
-        fork_server.start()
+        fork_server.start(_serve)
     # What the checker computes from here on (the reference's outputs, in a real run) is its own.
     key = os.urandom(16)
     secret = bytearray(key * 64)

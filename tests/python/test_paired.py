@@ -94,14 +94,6 @@ def paired_run(task, cheat="none", options=FAST):
     return report, report["paired"]["task.py::TestPaired::test_bench"], proc.stdout
 
 
-def test_layouts_asked_for_an_in_process_pair_are_noted_not_silently_dropped(task):
-    options = json.dumps({**json.loads(FAST), "layouts": 3})
-    _, rec, out = paired_run(task, options=options)
-    assert rec["paired"] is True and rec["layouts"] == 1 and len(rec["layout_speedups"]) == 1, out
-    assert "layout_start_s" not in rec
-    assert rec["layouts_note"].startswith("layouts: 3 was asked for, but neither side runs in an executor"), rec
-
-
 def test_identical_candidate_is_paired_and_near_one(task):
     report, rec, out = paired_run(task)
     assert rec["paired"] is True, out

@@ -1,5 +1,5 @@
-"""kernelfoundry.pch: the precompiled torch header's flag allow-list, key, lookup/request protocol and the
-refusals of the trusted build (the real compile is covered end to end by the C++ build-stage test)."""
+"""kernelfoundry.pch (task side) and kernelfoundry.pch_build (host side): the precompiled torch header's flag
+allow-list, key, lookup/request protocol and the refusals of the trusted build (the real compile is covered end to end by the C++ build-stage test)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelfoundry import pch
+from kernelfoundry import pch, pch_build
 
 
 @pytest.mark.parametrize("flag", ["-O3", "-O2", "-Ofast", "-std=c++17", "-DNDEBUG", "-DN=4", "-UFOO", "-fopenmp",
@@ -68,9 +68,9 @@ def test_lookup_without_kf_or_with_a_refused_flag_changes_nothing(tmp_path, monk
 def test_build_refuses_a_request_with_a_forbidden_flag_or_a_bad_shape(tmp_path):
     req = tmp_path / "r.json"
     req.write_text(json.dumps({"extra_cflags": ["-O3", "-include/etc/passwd"]}))
-    assert pch.main([str(req), str(tmp_path / "out")]) == pch.REFUSED_EXIT
+    assert pch_build.main([str(req), str(tmp_path / "out")]) == pch_build.REFUSED_EXIT
     assert not (tmp_path / "out" / "key").exists()
     req.write_text(json.dumps({"extra_cflags": "-O3"}))
-    assert pch.main([str(req), str(tmp_path / "out")]) == pch.REFUSED_EXIT
+    assert pch_build.main([str(req), str(tmp_path / "out")]) == pch_build.REFUSED_EXIT
     req.write_text(json.dumps(["-O3"]))
-    assert pch.main([str(req), str(tmp_path / "out")]) == pch.REFUSED_EXIT
+    assert pch_build.main([str(req), str(tmp_path / "out")]) == pch_build.REFUSED_EXIT

@@ -212,11 +212,3 @@ def test_result_report_records_skips_and_setup_errors(tmp_path):
     assert "fixture exploded" in next(x["message"] for x in report["tests"] if x["status"] == "error")
 
 
-@pytest.mark.parametrize("options, message", [
-    ('{"layouts": 0}', "layouts: expected a whole number from 1 to 64, got 0"),
-    ('{"layouts": 2.5}', "layouts: expected a whole number from 1 to 64, got 2.5"),
-    ('{"layout_block": true}', "layout_block: expected a whole number from 1 to 1048576, got True"),
-])
-def test_bad_layout_options_are_usage_errors(task, options, message):
-    r = pytest_run(task, "-k", "label", "--kf-paired", f"--kf-paired-options={options}")
-    assert r.returncode == 4 and message in r.stderr, r.stdout + r.stderr

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON_DIR
+from conftest import PYTHON_DIR, TASK_PYTHON_DIR
 
-CLIENT = PYTHON_DIR / "kernelfoundry" / "warm_client.py"
+CLIENT = TASK_PYTHON_DIR / "kernelfoundry" / "warm_client.py"  # task side: it runs inside the contained run
 
 TEST_FILE = """
 import os, sys, resource
 def test_report():
     print("CWD", os.getcwd())
     print("FOO", os.environ.get("FOO"))
-    print("WARM", getattr(sys.modules.get("kernelfoundry.zygote"), "WARM", False))
+    print("WARM", getattr(sys.modules.get("kernelfoundry.fork_server"), "WARM", False))
     print("NOFILE", resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     os.write(6, b"result through fd 6")
     for path in ("inside/ok.txt", "outside.txt"):
@@ -41,6 +41,23 @@ def test_exit_code():
 def test_signal():
     if os.environ.get("DIE") == "1":
         os.kill(os.getpid(), 9)
+def test_host_side():
+    import importlib, json
+    out = {}
+    for name in ("kernelfoundry.zygote", "kernelfoundry._contain", "kernelfoundry.eval_pipeline._core",
+                 "kernelfoundry.eval_pipeline.task", "kernelfoundry.pch_build"):
+        try:
+            importlib.import_module(name)
+            out[name] = "imported"
+        except ImportError as e:
+            out[name] = type(e).__name__
+    out["on_path"] = [p for p in sys.path if os.path.exists(os.path.join(p or ".", "kernelfoundry", "zygote.py"))]
+    out["package_path"] = list(sys.modules["kernelfoundry"].__path__)
+    out["loaded"] = sorted(n for n, m in sys.modules.items()
+                           if os.path.exists(os.path.join(os.path.dirname(getattr(m, "__file__", None) or "/x/y"), "zygote.py")))
+    out["main"] = sys.modules["__main__"].__spec__.name
+    out["sid"] = os.getsid(0) == os.getpid()
+    print("HOST", json.dumps(out))
 def test_executor():
     from kernelfoundry.executor import Executor
     ex = Executor("sides:probe", cwd=os.getcwd())
@@ -70,7 +87,8 @@ class Zygote:
     def __init__(self, tmp: Path):
         self.path = str(tmp / "z.sock")
         self.control, theirs = socket.socketpair()
-        env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+        # As kf starts it: the run's path (the task side) first, the host side last.
+        env = dict(os.environ, PYTHONPATH=f"{TASK_PYTHON_DIR}{os.pathsep}{PYTHON_DIR}")
         self.proc = subprocess.Popen([sys.executable, "-u", "-m", "kernelfoundry.zygote", "--socket", self.path],
                                      stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                      cwd=tmp)
@@ -79,20 +97,15 @@ class Zygote:
 
     def register(self, token: str, argv: list[str], writable: list[str], landlock: bool = True,
                  user: dict | None = None) -> None:
-        """Registers a run as kf does (kf::ChildSandboxPlan): here the process runner's policy without a read
-        allow-list (everything readable, /dev writable, `writable` and /dev/shm with every right) and, with
-        `user`, the sandbox user to become (the client must already be that user) with no capabilities."""
-        plan = {"drop_privileges": user is not None, "user": user, "landlock": None, "seccomp": None}
-        abi = _landlock_abi()
-        if landlock and abi >= 1:
-            handled = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0) | \
-                (1 << 15 if abi >= 5 else 0)
-            read = 1 | 4 | 8
-            dev = (read | 2 | 1 << 14 | 1 << 15) & handled
-            rules = [["/", read], ["/dev", dev], ["/dev/shm", handled]] + [[w, handled] for w in writable]
-            plan["landlock"] = {"abi": abi, "handled_fs": handled, "scoped": 2 if abi >= 6 else 0,
-                                "file_rights": (1 | 2 | 4 | 1 << 14 | 1 << 15) & handled, "rules": rules}
-        self.control.sendall((json.dumps({"token": token, "argv": argv, "sandbox": plan}) + "\n").encode())
+        """Registers a run as kf does (kf::ChildContainmentRequest): here Landlock without a read allow-list
+        (everything readable, /dev writable, `writable` and /dev/shm with every right) and, with `user`, the
+        sandbox user to become (the client must already be that user), no capabilities and the seccomp filter."""
+        contain = {"filesystem_isolation": None, "sandbox": None}
+        if landlock:
+            contain["filesystem_isolation"] = {"writable_paths": writable, "readable_paths": None, "required": False}
+        if user is not None:
+            contain["sandbox"] = {"user": user, "allow_perf_events": False, "required": False}
+        self.control.sendall((json.dumps({"token": token, "argv": argv, "contain": contain}) + "\n").encode())
         time.sleep(0.05)  # the zygote reads registrations in its loop; a client normally starts later than this
 
     def close(self) -> int:
@@ -168,6 +181,32 @@ def test_a_warm_runs_executors_start_warm_and_are_contained_like_it(zygote, task
     assert code == 0, out + err
     denied = "denied13" if _landlock_abi() >= 1 else "wrote"  # EACCES: the run's Landlock policy holds there too
     assert f"EXECUTOR warm wrote {denied} True" in out, out + err
+
+
+def test_a_warm_run_cannot_import_the_host_side_its_zygote_had(zygote, task):
+    """The zygote imports host modules (itself, the containment binding) with the host directory on its path; its
+    worker drops them before the tests run: nothing of the host side is importable, on sys.path or loaded, and
+    __main__ is pytest's, as in a cold start."""
+    argv = _pytest_argv("test_warm.py::test_host_side")
+    zygote.register("host", argv, [str(task / "inside")])
+    code, out, err, _ = _client(zygote, "host", argv, task, {"PATH": "/usr/bin:/bin",
+                                                              "PYTHONPATH": str(TASK_PYTHON_DIR)})
+    assert code == 0, out + err
+    assert "warm start unavailable" not in err
+    host = json.loads(out.split("HOST ", 1)[1].splitlines()[0])
+    for name in ("kernelfoundry.zygote", "kernelfoundry._contain", "kernelfoundry.eval_pipeline._core",
+                 "kernelfoundry.eval_pipeline.task", "kernelfoundry.pch_build"):
+        assert host[name] == "ModuleNotFoundError", (name, host)
+    assert host["on_path"] == [] and host["loaded"] == [], host
+    assert host["package_path"] == [str(TASK_PYTHON_DIR / "kernelfoundry")]
+    assert host["main"] == "pytest.__main__"
+    assert host["sid"] is True  # its own session (ContainSelf), as the shepherd's child has
+    # The same test run cold (no zygote) sees the same.
+    code, cold_out, err, _ = _client(zygote, "never-registered", argv, task,
+                                     {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(TASK_PYTHON_DIR)})
+    assert code == 0 and "starting Python cold" in err, cold_out + err
+    cold = json.loads(cold_out.split("HOST ", 1)[1].splitlines()[0])
+    assert {k: v for k, v in cold.items() if k != "sid"} == {k: v for k, v in host.items() if k != "sid"}
 
 
 @pytest.fixture()

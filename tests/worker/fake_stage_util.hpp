@@ -49,8 +49,8 @@ std::vector<PhaseSpan> ReadSpans(const std::filesystem::path& record);
 bool Overlap(const PhaseSpan& a, const PhaseSpan& b);
 
 /// A small task for the fake harness: config {task_name, job_name, language: `language`, gpu_arch: `arch`},
-/// one EVOLVE block, correctness test TestX::test_a, profile test TestX::test_bench; timing mode "separate"
-/// (each variant timed in its own run: RecordingHarness times one variant per call, not a paired run).
+/// one EVOLVE block, correctness test TestX::test_a, profile test TestX::test_bench. RecordingHarness answers a
+/// paired performance request in one call (one recorded span) with both sides' runtimes.
 Task MakeFakeStageTask(const std::string& language, const std::string& arch);
 
 }  // namespace kf::testing

@@ -35,7 +35,6 @@
 // running in a background thread is `suspicious`).
 #pragma once
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <signal.h>
@@ -56,7 +55,6 @@
 #include <mutex>
 #include <new>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <typeinfo>
@@ -344,22 +342,12 @@ class Executor {
   }
   /// An empty round trip (what the reference side pays per remote call of the candidate's).
   void Ping() { Call(0, std::string(), "ping"); }
-  /// Waits until the executor is idle (< 50 µs of CPU per 200 µs and no thread running or waiting for a CPU, in
-  /// two slices in a row; at most `max_s`) and returns the CPU seconds it used after its last reply. The same
-  /// rule as kernelfoundry.executor's settle.
+  /// Waits until the executor is idle (kf::WaitProcessQuiet, paired.hpp: the rule every side uses) and returns
+  /// the CPU seconds it used after its last reply.
   double Settle(double max_s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (pid_ <= 0) return 0;
-    const double deadline = ClockSeconds(CLOCK_MONOTONIC) + max_s;
-    double last = ClockSeconds(cpu_clock_);
-    int quiet = 0;
-    while (ClockSeconds(CLOCK_MONOTONIC) < deadline) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-      const double now = ClockSeconds(cpu_clock_);
-      quiet = now - last < 50e-6 && RunnableThreads() == 0 ? quiet + 1 : 0;
-      last = now;
-      if (quiet >= 2) break;
-    }
+    const double last = kf::WaitProcessQuiet(pid_, max_s);
     const double used = std::max(0.0, last - mark_);
     mark_ = last;
     return used;
@@ -444,26 +432,6 @@ class Executor {
     pid_ = -1;
     throw RemoteError(std::string("kf sdk: the executor exited with status ") +
                       std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " during " + during);
-  }
-
-  int RunnableThreads() const {
-    const std::string base = "/proc/" + std::to_string(pid_) + "/task";
-    int count = 0;
-    DIR* dir = ::opendir(base.c_str());
-    if (dir == nullptr) return 0;
-    while (const dirent* e = ::readdir(dir)) {
-      if (e->d_name[0] == '.') continue;
-      std::FILE* f = std::fopen((base + "/" + e->d_name + "/stat").c_str(), "r");
-      if (f == nullptr) continue;
-      char text[512];
-      const std::size_t n = std::fread(text, 1, sizeof text - 1, f);
-      std::fclose(f);
-      text[n] = '\0';
-      const char* close = std::strrchr(text, ')');
-      if (close != nullptr && close[1] == ' ' && close[2] == 'R') ++count;
-    }
-    ::closedir(dir);
-    return count;
   }
 
   std::mutex mu_;

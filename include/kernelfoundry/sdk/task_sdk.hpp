@@ -36,8 +36,9 @@
 //    twice at once — as the candidate in the main thread and as the reference (use_reference() true) in a
 //    helper thread; both measure_runtime calls meet, and the main thread times the two lambdas against each
 //    other with kf::MeasurePaired (include/kernelfoundry/paired.hpp: interleaved rounds, median per-round
-//    ratio with a 95 % interval). The document then also has "paired": {name: {"paired", "status" (correct |
-//    noisy | suspicious), "detail", "speedup", "ci", "rounds", …}}, "reference_runtimes" and
+//    ratio with a 95 % interval), judged by kf::JudgePaired (paired_record.hpp, the pytest plugin's policy,
+//    --kf-paired-options knobs included). The document then also has "paired": {name: record (the wire form of
+//    kf::PairedRecord: "paired", "status", "detail", "speedup", "ci", "rounds", …)}, "reference_runtimes" and
 //    "reference_tests". A benchmark whose reference side does not measure is timed alone ("paired": false).
 //  * `--kf-executor=PATH`: the task's executor program (config `executor_executable`) for the KF_REMOTE functions
 //    of kernelfoundry/sdk/remote.hpp — the candidate in a process of its own.
@@ -67,6 +68,7 @@
 
 #include "kernelfoundry/measure.hpp"
 #include "kernelfoundry/paired.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 #include "kernelfoundry/sdk/perf_control.hpp"
 
 namespace kf::sdk {
@@ -309,30 +311,6 @@ void assert_allclose(const A& actual, const E& expected, double epsilon = 1e-7, 
   CheckAllClose(actual, expected, epsilon, rtol, ratio_below_max_err, check_dtype);
 }
 
-/// The paired record's status for a finished measurement: suspicious when work continued in other threads after
-/// the candidate's calls returned, or the loop's clock disagrees with the raw clock; noisy when the interval
-/// is wider than the target; else correct. Mirrors kernelfoundry/paired.py.
-inline std::pair<std::string, std::string> PairedStatus(const kf::PairedResult& r, double target) {
-  const double after = r.candidate_after_cpu_s - r.reference_after_cpu_s;
-  if (after > std::max(0.25 * r.candidate_window_s, 0.005)) {
-    char text[160];
-    std::snprintf(text, sizeof text, "work continued after the call returned: other threads used %.1f ms of CPU "
-                  "after the candidate's calls", after * 1e3);
-    return {"suspicious", text};
-  }
-  if (std::fabs(r.elapsed_raw_s - r.elapsed_s) > 0.05 * r.elapsed_s + 0.05) {
-    return {"suspicious", "the timing clock disagrees with the raw system clock"};
-  }
-  if (!r.target_reached) {
-    char text[160];
-    std::snprintf(text, sizeof text, "the 95 %% interval [%.3f, %.3f] is +-%.1f %% after %lld rounds (target +-%.1f %%)",
-                  r.speedup.low, r.speedup.high, r.rel_half_width * 100, static_cast<long long>(r.rounds),
-                  target * 100);
-    return {"noisy", text};
-  }
-  return {"correct", ""};
-}
-
 /// Times the candidate's `target` against the reference side's (paired mode, main thread). Returns the
 /// candidate's per-round samples.
 inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& target,
@@ -341,26 +319,19 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
   PairedMeeting& m = *st.meeting;
   std::unique_lock<std::mutex> lock(m.mu);
   m.cv.wait(lock, [&] { return m.reference.has_value() || m.reference_ended; });
-  nlohmann::ordered_json record;
+  kf::PairedRecord record;
   std::vector<double> samples;
   if (!m.reference) {  // the reference side never measured: time the candidate alone
     lock.unlock();
     kf::MeasureResult r = kf::MeasureRuntime(target, sync, kf::MeasureOptions{});
     samples = r.trial_ms;
-    record = {{"paired", false},
-              {"status", "correct"},
-              {"detail", "not paired: the reference's run of this benchmark did not measure" +
-                             (m.reference_error.empty() ? std::string() : " (" + m.reference_error + ")")}};
+    record.paired = false;
+    record.detail = "not paired: the reference's run of this benchmark did not measure" +
+                    (m.reference_error.empty() ? std::string() : " (" + m.reference_error + ")");
   } else {
     PairedCall ref = *m.reference;
     lock.unlock();
-    kf::PairedOptions o;
-    const auto& po = st.paired_options;
-    if (po.contains("budget_s")) o.budget_s = po["budget_s"].get<double>();
-    if (po.contains("target_rel_half_width")) o.target_rel_half_width = po["target_rel_half_width"].get<double>();
-    if (po.contains("min_rounds")) o.min_rounds = po["min_rounds"].get<int64_t>();
-    if (po.contains("seed")) o.seed = po["seed"].get<uint64_t>();
-    const double suspicious_speedup = po.value("suspicious_speedup", 10.0);
+    const kf::PairedOptions o = kf::PairedOptionsFromJson(st.paired_options);
     // This thread calls both sides' lambdas, so it takes each side's identity for the call: a lambda that picks
     // its implementation when called (`use_reference() ? Reference(x) : Candidate(x)`, as examples/tasks/
     // omp_reduction does) would otherwise run the candidate on both sides (regression, 2026-12-01: omp_reduction's
@@ -392,44 +363,20 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
       cand_side.settle = [&st, max_s = o.quiesce_max_s] { return st.remote_settle(max_s); };
     }
     kf::PairedResult r = kf::MeasurePaired(cand_side, ref_side, o);
-    auto [status, detail] = PairedStatus(r, o.target_rel_half_width);
-    nlohmann::ordered_json remeasured = nullptr;
-    if (status != "suspicious" && r.speedup.median > suspicious_speedup) {
-      o.seed += 7919;
-      kf::PairedResult again = kf::MeasurePaired(cand_side, ref_side, o);
-      const double change = again.speedup.median / r.speedup.median;
-      remeasured = {{"speedup", again.speedup.median}, {"ci", {again.speedup.low, again.speedup.high}},
-                    {"rounds", again.rounds}};
-      if (change < 0.75 || change > 1.33) {
-        status = "suspicious";
-        detail = "a speedup of " + std::to_string(r.speedup.median) + "x did not hold when measured again (" +
-                 std::to_string(again.speedup.median) + "x)";
-      }
-    }
+    // The one verdict policy (kernelfoundry/paired_record.hpp); a speedup above suspicious_speedup is measured
+    // again with the next seed.
+    record = kf::JudgePaired(kf::RecordOf(r), o, [&] {
+      kf::PairedOptions again = o;
+      again.seed += 7919;
+      return kf::RecordOf(kf::MeasurePaired(cand_side, ref_side, again));
+    });
     samples = r.candidate_ms;
-    record = {{"paired", true},
-              {"status", status},
-              {"detail", detail},
-              {"speedup", r.speedup.median},
-              {"ci", {r.speedup.low, r.speedup.high}},
-              {"rel_half_width", r.rel_half_width},
-              {"rounds", r.rounds},
-              {"warmup_rounds", r.warmup_rounds},
-              {"calls_per_sample", r.calls_per_sample},
-              {"stop", r.stop},
-              {"candidate_ms", r.candidate_ms},
-              {"reference_ms", r.reference_ms},
-              {"elapsed_s", r.elapsed_s},
-              {"after_return_cpu_ms",
-               {{"candidate", r.candidate_after_cpu_s * 1e3}, {"reference", r.reference_after_cpu_s * 1e3}}},
-              {"value_sets", 1}};
-    if (!remeasured.is_null()) record["remeasured"] = remeasured;
     lock.lock();
     m.reference_ms = r.reference_ms;
     m.measured = true;
     m.cv.notify_all();
   }
-  st.paired_records[st.current] = record;
+  st.paired_records[st.current] = kf::ToJson(record);
   return samples;
 }
 

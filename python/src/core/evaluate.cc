@@ -1,7 +1,8 @@
 // evaluate() for Python — what `kf run` does (src/cli/cmd_run.cc): load/validate the task, apply overrides,
 // kf::Evaluate (include/kernelfoundry/evaluate.hpp), and return the Evaluation; with db=URL the run is
-// recorded as `kf run --db URL` records it (kf::EvaluateAndRecord: job, tasks, kernels and job_logs rows, the
-// lineage columns when given), else nothing is stored (`kf run --no-store`).
+// recorded as `kf run --db URL` records it (job, tasks, kernels and job_logs rows, the lineage columns when
+// given), else nothing is stored (`kf run --no-store`). Both go through the record module's
+// kf::EvaluateWithVerdictCache, as kf run does; verdict_cache=True uses the verdict cache (default off).
 //
 // GIL policy: the evaluation runs on a worker thread with the GIL released; the progress / output callbacks
 // arrive on the pipeline's threads and take the GIL for the call. The calling thread waits without the GIL
@@ -26,6 +27,7 @@
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/record.hpp"
 #include "kernelfoundry/store.hpp"
+#include "kernelfoundry/verdict_cache.hpp"
 #include "objects.hpp"
 
 namespace kfpy {
@@ -153,7 +155,7 @@ std::optional<kf::BlockUpdate> Candidate(py::handle candidate) {
 
 PyEvaluation Evaluate(py::handle task_arg, py::handle candidate, py::handle gpu_arch, bool test_reference,
                       py::handle overrides, py::handle progress, py::handle on_output_line, bool keep_workdir,
-                      py::handle work_root, py::handle db, const py::dict& lineage_args) {
+                      py::handle work_root, py::handle db, bool verdict_cache, const py::dict& lineage_args) {
   const kf::Lineage lineage = LineageArgs(lineage_args);
   if (db.is_none() && !kf::LineageToJson(lineage).empty()) {
     throw kf::Error(kf::ErrorKind::kInvalidArgument, "lineage columns are stored with the run: pass db=URL too",
@@ -208,11 +210,11 @@ PyEvaluation Evaluate(py::handle task_arg, py::handle candidate, py::handle gpu_
   std::exception_ptr eval_error;
   std::exception_ptr interrupt = RunReleasingGil([&] {
     try {
-      if (store) {
-        recorded = kf::EvaluateAndRecord(*store, task, update, eo, kf::RecordOptions{.lineage = lineage}, ev.get());
-      } else {
-        *ev = kf::Evaluate(task, update, eo);
-      }
+      // The record module's one way to evaluate (and record, with db=URL), through the verdict cache when asked.
+      kf::RecordedEvaluation run = kf::EvaluateWithVerdictCache(task, update, eo, store.get(),
+                                                                kf::RecordOptions{.lineage = lineage}, verdict_cache);
+      *ev = std::move(run.ev);
+      recorded = std::move(run.recorded);
     } catch (...) {
       eval_error = std::current_exception();
     }
@@ -310,6 +312,11 @@ void RegisterEvaluate(py::module_& m) {
     if (!e.recorded || e.recorded->kernel_uuid.empty()) return py::none();
     return Str(e.recorded->kernel_uuid);
   }, "kernels.uuid of the stored row (the parent_uuid of candidates derived from this one), else None.");
+  c.def_property_readonly("cached", [](const PyEvaluation& e) -> py::object {
+    if (e.ev->cached.is_null()) return py::none();
+    return ToPy(e.ev->cached);
+  }, "The verdict cache entry this verdict was reused from ({'key', 'job_id', 'created_at'}; "
+     "evaluate(verdict_cache=True)), else None (a fresh evaluation).");
   c.def_property_readonly("canceled", [](const PyEvaluation& e) { return e.recorded && e.recorded->canceled; },
                           "True when the recorded job was CANCELED (from outside) before or while it ran.");
   c.def("__repr__", [ev](const PyEvaluation& e) {
@@ -321,7 +328,7 @@ void RegisterEvaluate(py::module_& m) {
   m.def("evaluate",
         [](py::handle task, py::handle candidate, py::handle gpu_arch, bool test_reference, py::handle overrides,
            py::handle progress, py::handle on_output_line, bool keep_workdir, py::handle work_root, py::handle db,
-           py::handle parent_uuid, py::handle trial, py::handle version, py::handle prompt, py::handle answer,
+           bool verdict_cache, py::handle parent_uuid, py::handle trial, py::handle version, py::handle prompt, py::handle answer,
            py::handle language_model, py::handle agent_session_id, py::handle db_user) {
           py::dict lineage;
           lineage["parent_uuid"] = parent_uuid;
@@ -333,18 +340,18 @@ void RegisterEvaluate(py::module_& m) {
           lineage["agent_session_id"] = agent_session_id;
           lineage["db_user"] = db_user;
           return Evaluate(task, candidate, gpu_arch, test_reference, overrides, progress, on_output_line, keep_workdir,
-                          work_root, db, lineage);
+                          work_root, db, verdict_cache, lineage);
         },
         py::arg("task"), py::arg("candidate") = py::none(), py::arg("gpu_arch") = py::none(), py::kw_only(),
         py::arg("test_reference") = true, py::arg("overrides") = py::none(), py::arg("progress") = py::none(),
         py::arg("on_output_line") = py::none(), py::arg("keep_workdir") = false, py::arg("work_root") = py::none(),
-        py::arg("db") = py::none(), py::arg("parent_uuid") = py::none(), py::arg("trial") = py::none(),
+        py::arg("db") = py::none(), py::arg("verdict_cache") = false, py::arg("parent_uuid") = py::none(), py::arg("trial") = py::none(),
         py::arg("version") = py::none(), py::arg("prompt") = py::none(), py::arg("answer") = py::none(),
         py::arg("language_model") = py::none(), py::arg("agent_session_id") = py::none(),
         py::arg("db_user") = py::none(),
         "Evaluates a candidate end to end (what `kf run` does): build, correctness, performance, score; with db=URL "
         "the run is recorded there (job, tasks, kernels with the lineage columns given, job_logs), else nothing is "
-        "stored.");
+        "stored. verdict_cache=True reuses an identical earlier verdict as `kf run` does (Evaluation.cached).");
 }
 
 }  // namespace kfpy

@@ -26,11 +26,20 @@ function el(tag, props, ...children) {
   return e;
 }
 
+/** GET of the JSON API. Behind kf serve --submit the API needs a bearer token: asked for once (kept for the
+ *  browser tab in sessionStorage) when the server answers 401. */
 async function api(path) {
-  const res = await fetch(path, {cache: 'no-store'});
-  const body = await res.json();
-  if (!res.ok) throw new Error(body.error || ('HTTP ' + res.status));
-  return body;
+  for (let attempt = 0; ; ++attempt) {
+    const token = sessionStorage.getItem('kfToken');
+    const res = await fetch(path, {cache: 'no-store', headers: token ? {Authorization: 'Bearer ' + token} : {}});
+    const body = await res.json();
+    if (res.status === 401 && attempt === 0) {
+      const t = window.prompt('This kf serve needs an API token (kf token add USER):');
+      if (t) { sessionStorage.setItem('kfToken', t.trim()); continue; }
+    }
+    if (!res.ok) throw new Error(body.error || ('HTTP ' + res.status));
+    return body;
+  }
 }
 
 function fmtSpeedup(v) { return typeof v === 'number' && v > 1e-9 ? v.toPrecision(3) + '×' : '–'; }
@@ -141,6 +150,63 @@ function drawChart(svg, points) {
   svg.append(marks);
 }
 
+// ------------------------------------------------------------------------------------------ lineage graph
+
+const STATUS_COLORS = {correct: '#2a9d4b', noisy: '#8ab33a', build_error: '#d23b2d', compile_error: '#d23b2d',
+                       value_mismatch: '#e68a00', tests_failed: '#e68a00', crash: '#b8338f', timeout: '#b8338f'};
+
+/** The generation graph of a task (/api/graph): one column per generation (distance from a root through
+ *  parent_uuid), parent → child edges, nodes coloured by status and sized by speedup (log scale). */
+function drawGraph(svg, g) {
+  const byId = new Map(g.nodes.map(n => [n.id, n]));
+  const parent = new Map(g.edges.map(e => [e.child, e.parent]));
+  const depth = new Map();
+  const depthOf = id => {
+    if (depth.has(id)) return depth.get(id);
+    depth.set(id, 0);  // a cycle ends here
+    const p = parent.get(id);
+    const d = p !== undefined && byId.has(p) ? depthOf(p) + 1 : 0;
+    depth.set(id, d);
+    return d;
+  };
+  const columns = [];
+  for (const n of g.nodes) (columns[depthOf(n.id)] ||= []).push(n);
+  const rows = Math.max(1, ...columns.map(c => c ? c.length : 0));
+  const W = 1000, colW = Math.max(60, Math.min(160, (W - 40) / Math.max(1, columns.length))), rowH = 26;
+  const H = Math.max(60, rows * rowH + 30);
+  svg.setAttribute('viewBox', `0 0 ${Math.max(W, columns.length * colW + 40)} ${H}`);
+  svg.replaceChildren();
+  const pos = new Map();
+  columns.forEach((c, d) => (c || []).forEach((n, i) => pos.set(n.id, [30 + d * colW, 20 + i * rowH])));
+  for (const e of g.edges) {
+    const a = pos.get(e.parent), b = pos.get(e.child);
+    if (a && b) svg.append(el('svg:line', {class: 'edge', x1: a[0], y1: a[1], x2: b[0], y2: b[1]}));
+  }
+  for (const n of g.nodes) {
+    const [x, y] = pos.get(n.id), st = n.status || n.reference_status || 'unknown';
+    const r = typeof n.speedup === 'number' ? Math.max(3, Math.min(11, 6 + 3 * Math.log2(n.speedup))) : 3;
+    svg.append(el('svg:circle', {class: 'node', cx: x, cy: y, r, fill: STATUS_COLORS[st] || '#6d5bd0',
+                                 'data-id': n.id, 'data-status': st, 'data-parent': parent.get(n.id) ?? ''},
+                  el('svg:title', {}, `#${n.id} · ${st} · ${fmtSpeedup(n.speedup)} · generation ${depth.get(n.id)}`)));
+  }
+}
+
+/** The ancestry of one kernel (/api/lineage): root … parent → this kernel → children, as links. */
+async function lineageView(uuid) {
+  const box = el('div', {id: 'lineage'});
+  if (!uuid) return box;
+  try {
+    const l = await api('/api/lineage?' + new URLSearchParams({uuid}));
+    const item = (n, note) => el('li', {'data-id': n.id}, link({kernel: n.id}, '#' + n.id), ' ', chip(n.status || n.reference_status || 'unknown'),
+                                 ' ', fmtSpeedup(n.speedup), note ? ' ' + note : '');
+    box.append(el('ol', {id: 'ancestry'}, ...l.ancestors.map(a => item(a, '')), item(l.kernel, '← this evaluation')));
+    if (l.missing_parent) box.prepend(el('p', {class: 'muted'}, `parent ${l.missing_parent} is not in this database`));
+    box.append(l.children.length ? el('p', {id: 'children'}, 'children: ', ...l.children.map(c => el('span', {}, link({kernel: c.id}, '#' + c.id), ' ')))
+                                 : el('p', {class: 'muted'}, 'no children'));
+  } catch (e) { box.append(el('p', {class: 'error'}, 'lineage: ' + e.message)); }
+  return box;
+}
+
 // ------------------------------------------------------------------------------------------ one task
 
 function renderTask(task) {
@@ -150,6 +216,10 @@ function renderTask(task) {
     if (id) location.hash = 'kernel=' + id;
   }});
   const legend = el('div', {class: 'legend', id: 'legend'});
+  const graph = el('svg:svg', {id: 'graph', width: '100%', role: 'img', onclick: e => {
+    const id = e.target.closest('.node')?.getAttribute('data-id');
+    if (id) location.hash = 'kernel=' + id;
+  }});
   const filter = el('select', {id: 'status-filter'}, el('option', {value: ''}, 'all statuses'));
   const tbody = el('tbody');
   const pager = el('span', {id: 'pager'});
@@ -166,6 +236,7 @@ function renderTask(task) {
   const next = el('button', {onclick: () => { state.offset += PAGE; loadTable(); }}, 'older ›');
   setMain(el('p', {}, link({}, '← all tasks')), el('h1', {id: 'task-name'}, task), el('div', {id: 'task-summary'}),
           el('h2', {}, 'Speedup per evaluation'), svg, legend,
+          el('h2', {}, 'Generations (parent → child; colour: status, size: speedup)'), graph,
           el('h2', {}, 'Evaluations'),
           el('div', {class: 'controls'}, el('label', {}, 'status ', filter), prev, next, pager),
           el('table', {id: 'kernel-table'}, el('thead', {}, head), tbody));
@@ -212,6 +283,9 @@ function renderTask(task) {
     }
     if (added || first) {
       drawChart(svg, points);
+      const g = await api('/api/graph?' + new URLSearchParams({task}));
+      if (gen !== generation) return;
+      drawGraph(graph, g);
       const counts = {};
       for (const p of points) counts[statusOf(p)] = (counts[statusOf(p)] || 0) + 1;
       legend.replaceChildren(el('span', {}, `${points.length} evaluations:`),
@@ -357,6 +431,7 @@ async function renderKernel(id) {
        el('div', {class: 'muted'}, `reference status ${v.reference_status ?? '–'} · score ${v.score ?? '–'} · runtime `
           + `${fmtMs(v.runtime_ms)} ms · job ${k.job_id ?? '–'} (${k.job_status ?? '–'}) · ${k.gpu_arch || ''} · `
           + shortTime(k.timestamp))),
+    el('h2', {}, 'Lineage'), await lineageView(k.uuid),
     el('h2', {}, 'Benchmarks'),
     k.benchmarks.length ? el('table', {id: 'bench-table'}, el('thead', {}, el('tr', {},
       el('th', {}, 'arch'), el('th', {}, 'benchmark'), el('th', {class: 'num'}, 'reference ms'),

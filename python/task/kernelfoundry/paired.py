@@ -1,0 +1,375 @@
+"""Paired timing in the pytest plugin (``--kf-paired``): the candidate and the reference timed in the same
+process, interleaved, on the same fresh inputs, with the timed outputs checked against the reference's.
+
+How a performance test becomes paired:
+
+* the session fixture ``use_reference`` is parametrised ``[kf-candidate, kf-reference]``: a performance test that
+  uses it runs once per side, and its measurement fixture does not time — it *captures* the call (target, sync,
+  inputs);
+* once the reference side captured the same measurement, the pair is timed by the C++ loop
+  (``kernelfoundry._measure.measure_paired``, include/kernelfoundry/paired.hpp): rounds in random order, the speedup
+  as the median of per-round ratios with a 95 % confidence interval, until the interval is narrow enough or the
+  time budget is spent;
+* every round both sides get the same fresh input values, copied into their own input buffers outside the timed
+  window from a pool of distinct value sets (the originals and perturbed copies of their floating-point tensors):
+  an output cache keyed on input pointers returns stale values, one keyed on contents never hits;
+* in checked rounds the candidate's outputs are compared with the reference's for the same inputs, and its inputs
+  with the values that were put into them — in C++ on raw buffers (``_measure.compare``/``equal``), not with
+  functions candidate code could patch;
+* the loop charges CPU that other threads use after a call returned to that side (work left running in a
+  background thread) and cross-checks its clock against a raw system-call clock; the verdict (correct, noisy,
+  suspicious, or the problem a check found) is the C++ policy's (``_measure.judge_paired``,
+  include/kernelfoundry/paired_record.hpp), which also has a speedup above the suspicious threshold measured again
+  with new values and seeds: the result must hold.
+
+The per-benchmark record (``measure_pair()``) goes into the result report the plugin writes to kf's pipe. Functions this
+module relies on are captured when it is imported, before any candidate code is: later patches of ``os``, ``json``,
+``time``, ``kernelfoundry.measure`` or ``torch`` attributes do not reach it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from typing import Any, Callable, Optional
+
+from . import _measure
+from .measure import input_sets as _input_sets
+
+try:
+    from .executor import Executor as _Executor
+except ImportError:  # pragma: no cover — the executor module ships with this package
+    _Executor = None
+
+_measure_paired = _measure.measure_paired
+_judge_paired = _measure.judge_paired
+_compare = _measure.compare
+_equal = _measure.equal
+_measure_loop = _measure.measure
+_isnan = math.isnan
+
+#: Default knobs; eval_config.timing (JSON via --kf-paired-options) overrides them.
+DEFAULTS = {
+    "target_rel_half_width": 0.02,  # stop once the 95 % CI half-width is ≤ 2 % of the median ratio
+    "budget_s": 20.0,               # per benchmark, warm-up included
+    "min_rounds": 12,
+    "check_fraction": 0.2,          # share of rounds whose outputs and inputs are checked (first 3 always)
+    "quiesce_max_s": 0.05,
+    "min_sample_s": 2e-4,
+    "seed": 20261130,
+    "value_sets": 4,                # distinct input value sets (original + perturbed), memory permitting
+    "value_sets_max_bytes": 1 << 30,
+    "perturbation": 0.1,            # floating-point inputs are multiplied by 1 + U(-p, p) per element
+    "output_rtol": 1e-2,
+    "output_atol_rms": 1e-3,        # absolute tolerance relative to the reference output's RMS
+    "output_min_ok": 0.99,
+    "suspicious_speedup": 10.0,     # speedups above this are measured again with new values
+    "after_return_cpu_ratio": 0.25,  # other threads' CPU after the candidate's calls, vs its windows
+}
+
+
+class _Torch:
+    """torch functions, captured when torch is first seen (before candidate code runs: see conftest)."""
+
+    def __init__(self) -> None:
+        self.mod = None
+
+    def capture(self) -> None:
+        torch = sys.modules.get("torch")
+        if torch is None or self.mod is not None:
+            return
+        t = torch.Tensor
+        self.mod = torch
+        self.tensor_type = t
+        self.detach, self.cpu, self.contiguous, self.numpy = t.detach, t.cpu, t.contiguous, t.numpy
+        self.float, self.clone, self.copy_, self.mul_ = t.float, t.clone, t.copy_, t.mul_
+        self.is_floating_point = t.is_floating_point
+        self.bfloat16 = torch.bfloat16
+        self.generator = torch.Generator
+        self.rand = torch.rand
+        self.no_grad = torch.no_grad
+
+
+TORCH = _Torch()
+
+
+def _np():
+    import numpy  # noqa: PLC0415 — numpy is imported by torch anyway; tasks without numpy never pair arrays
+    return numpy
+
+
+def _is_tensor(x: Any) -> bool:
+    return TORCH.mod is not None and isinstance(x, TORCH.tensor_type)
+
+
+def _is_array(x: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+def leaves(obj: Any, out: Optional[list] = None) -> list:
+    """The tensors and arrays reachable from args/kwargs, in a deterministic order (the inputs to refresh)."""
+    out = [] if out is None else out
+    if _is_tensor(obj) or _is_array(obj):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            leaves(v, out)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            leaves(v, out)
+    return out
+
+
+def _as_buffer(x: Any):
+    """A contiguous numpy view (or copy) of a tensor/array, for the C++ comparisons."""
+    if _is_tensor(x):
+        t = TORCH.cpu(TORCH.detach(x))
+        if t.dtype == TORCH.bfloat16:
+            t = TORCH.float(t)
+        return TORCH.numpy(TORCH.contiguous(t))
+    return _np().ascontiguousarray(x)
+
+
+def _signature(x: Any) -> tuple:
+    return (tuple(x.shape), str(x.dtype), str(getattr(x, "device", "cpu")))
+
+
+def compare_outputs(actual: Any, expected: Any, opts: dict, path: str = "output") -> Optional[str]:
+    """None when the candidate's output agrees with the reference's (structure, dtype, shape, values), else why."""
+    if _is_tensor(expected) or _is_array(expected):
+        if not (_is_tensor(actual) or _is_array(actual)):
+            return f"{path}: a {type(actual).__name__} where the reference returns an array"
+        return _compare(_as_buffer(actual), _as_buffer(expected), opts["output_rtol"], opts["output_atol_rms"],
+                        opts["output_min_ok"])
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            return f"{path}: structure differs from the reference's ({type(actual).__name__})"
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            problem = compare_outputs(a, e, opts, f"{path}[{i}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, float) and isinstance(actual, (int, float)):
+        if _isnan(expected):
+            return None if _isnan(actual) else f"{path}: {actual} where the reference gives nan"
+        ok = abs(actual - expected) <= opts["output_rtol"] * abs(expected) + 1e-12
+        return None if ok else f"{path}: {actual} where the reference gives {expected}"
+    if type(actual) is not type(expected) or actual != expected:
+        return f"{path}: {actual!r} where the reference gives {expected!r}"
+    return None
+
+
+class Capture:
+    """One measurement call of one side, held until its pair arrives. ``args``/``kwargs`` are measure_runtime's
+    forms (kernelfoundry.measure.input_sets): one input set, or lists of per-call sets that rotate — call k of a
+    sample uses set k mod n (``rewind()`` restarts at set 0), ``last`` is the set the latest call used, and
+    ``inputs`` are the arrays of every set (all of them get the round's values). A target that is a
+    kernelfoundry.executor.Executor (the function under test in a process of its own) is bound once per set:
+    its inputs are the shared-memory tensors the executor reads, a call is one round trip, and the output is
+    copied over only when it is compared."""
+
+    def __init__(self, target: Callable, sync: Optional[Callable], args: Any, kwargs: Any, options: dict):
+        self.args_list, self.kwargs_list = _input_sets(args, kwargs)
+        self.args, self.kwargs = self.args_list[0], self.kwargs_list[0]
+        self.target, self.sync, self.options = target, sync, options
+        self.remote = None
+        self._next = 0
+        self.last = -1
+        if _Executor is not None and isinstance(target, _Executor):
+            self.remote = target
+            self.bounds = self.bind_sets(target)
+            self.inputs = [x for b in self.bounds for x in b.inputs]
+        else:
+            self.bounds = []
+            self.inputs = leaves((self.args_list, self.kwargs_list))
+        self._out: Any = None
+        self._out_stale = False
+
+    @property
+    def sets(self) -> int:
+        """How many input sets the calls rotate over."""
+        return len(self.args_list)
+
+    def bind_sets(self, executor: Any) -> list:
+        """One kernelfoundry.executor.Bound per input set, in `executor`."""
+        return [executor.bind(a, k) for a, k in zip(self.args_list, self.kwargs_list)]
+
+    def rewind(self) -> None:
+        """The next call uses input set 0 (called before every sample)."""
+        self._next = 0
+
+    def call(self) -> None:
+        """One call with the next input set."""
+        i = self._next
+        self._next = i + 1 if i + 1 < len(self.args_list) else 0
+        self.last = i
+        if self.remote is not None:
+            self.bounds[i].call()
+            self._out_stale = True
+        else:
+            self._out = self.target(*self.args_list[i], **self.kwargs_list[i])
+
+    def call_set(self, index: int) -> None:
+        """One call with input set `index` (outside timed windows: to compare outputs of the same set)."""
+        self._next = index
+        self.call()
+
+    @property
+    def out(self) -> Any:
+        """The last call's output (fetched from the executor on first use after a call)."""
+        if self._out_stale:
+            self._out = self.bounds[self.last].output()
+            self._out_stale = False
+        return self._out
+
+
+class _Values:
+    """The pool of input value sets: set 0 holds the original values, the others perturbed copies of the
+    floating-point inputs (other inputs keep their values). set_for(round) picks a set per round, never the same
+    one twice in a row."""
+
+    def __init__(self, inputs: list, opts: dict, seed: int):
+        self.sets = [[self._copy(x) for x in inputs]]
+        size = sum(int(getattr(x, "nbytes", 0) or x.element_size() * x.nelement()) if _is_tensor(x)
+                   else int(x.nbytes) for x in inputs)
+        wanted = max(1, int(opts["value_sets"]))
+        if size > 0:
+            wanted = max(1, min(wanted, int(opts["value_sets_max_bytes"] // max(size, 1))))
+        for k in range(1, wanted):
+            self.sets.append([self._perturbed(x, seed + k, opts["perturbation"]) for x in inputs])
+        self.perturbable = any(self._is_float(x) for x in inputs)
+        self._rng = random.Random(seed)
+        self._plan: dict = {}
+        self._last = -1
+
+    @staticmethod
+    def _is_float(x: Any) -> bool:
+        if _is_tensor(x):
+            return bool(TORCH.is_floating_point(x))
+        return _is_array(x) and x.dtype.kind == "f"
+
+    @staticmethod
+    def _copy(x: Any) -> Any:
+        if _is_tensor(x):
+            with TORCH.no_grad():
+                return TORCH.clone(TORCH.detach(x))
+        return x.copy()
+
+    def _perturbed(self, x: Any, seed: int, p: float) -> Any:
+        y = self._copy(x)
+        if not self._is_float(x) or p <= 0:
+            return y
+        if _is_tensor(y):
+            gen = TORCH.generator(device=y.device).manual_seed(seed)
+            with TORCH.no_grad():
+                noise = TORCH.rand(y.shape, generator=gen, device=y.device, dtype=y.dtype)
+                TORCH.mul_(y, (noise * 2 - 1) * p + 1)
+            return y
+        rng = _np().random.default_rng(seed)
+        y *= (1 + p * (2 * rng.random(y.shape) - 1)).astype(y.dtype)
+        return y
+
+    def set_for(self, round_: int) -> int:
+        if round_ not in self._plan:
+            n = len(self.sets)
+            k = self._rng.randrange(n)
+            if n > 1 and k == self._last:
+                k = (k + 1) % n
+            self._plan[round_] = k
+            self._last = k
+        return self._plan[round_]
+
+    def load(self, capture: Capture, round_: int) -> None:
+        values = self.sets[self.set_for(round_)]
+        for dst, src in zip(capture.inputs, values):
+            if _is_tensor(dst):
+                with TORCH.no_grad():
+                    TORCH.copy_(dst, src)
+            else:
+                _np().copyto(dst, src)
+
+    def unchanged(self, capture: Capture, round_: int) -> Optional[int]:
+        """The index of the first input of `capture` that no longer holds the round's values, or None."""
+        values = self.sets[self.set_for(round_)]
+        for i, (x, v) in enumerate(zip(capture.inputs, values)):
+            if not _equal(_as_buffer(x), _as_buffer(v)):
+                return i
+        return None
+
+
+def _inputs_match(cand: Capture, ref: Capture) -> Optional[str]:
+    if len(cand.inputs) != len(ref.inputs):
+        return f"the two sides pass {len(cand.inputs)} and {len(ref.inputs)} arrays"
+    for i, (a, b) in enumerate(zip(cand.inputs, ref.inputs)):
+        if _signature(a) != _signature(b):
+            return f"input {i}: {_signature(a)} vs {_signature(b)}"
+    return None
+
+
+def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
+    """One paired measurement with value sets drawn from `seed`: its record, not judged yet (a problem a check found
+    is its status already)."""
+    values = _Values(cand.inputs, opts, seed)
+
+    def prepare(capture: Capture) -> Callable[[int], None]:
+        def run(round_: int) -> None:
+            values.load(capture, round_)
+            capture.rewind()
+        return run
+
+    def check(round_: int) -> Optional[str]:
+        if ref.last != cand.last and cand.last >= 0:  # rotating sets: the reference's output for the same set
+            ref.call_set(cand.last)
+        problem = compare_outputs(cand.out, ref.out, opts)
+        if problem:
+            return f"output_changed_under_timing: {problem}"
+        changed = values.unchanged(cand, round_)
+        if changed is not None and values.unchanged(ref, round_) is None:
+            return f"input_mutated: input {changed} was written by the candidate during a timed call"
+        return None
+
+    def side(capture: Capture) -> tuple:
+        return (prepare(capture) if capture.inputs or capture.sets > 1 else None, capture.call, capture.sync,
+                (lambda: capture.remote.settle(opts["quiesce_max_s"])) if capture.remote is not None else None)
+
+    record = _measure_paired(side(cand), side(ref), {**opts, "seed": seed}, check)
+    record["value_sets"] = len(values.sets) if values.perturbable else 1
+    return record
+
+
+def measure_pair(cand: Capture, ref: Capture, opts: dict) -> dict:
+    """Times a captured pair and returns the benchmark's record for the report, judged by the C++ policy
+    (kernelfoundry._measure.judge_paired; include/kernelfoundry/paired_record.hpp has its fields): a speedup above
+    opts["suspicious_speedup"] is measured again with new seeds and values."""
+    mismatch = _inputs_match(cand, ref)
+    if mismatch:
+        return unpaired_record(cand, opts, f"the sides' inputs differ ({mismatch})")
+    seed = int(opts["seed"])
+    return _judge_paired(_measure_once(cand, ref, opts, seed), opts,
+                         lambda: _measure_once(cand, ref, opts, seed + 7919))
+
+
+_LOOP_OPTIONS = ("warmup_min_time", "warmup_min_iters", "inner_loop_min_time", "perf_trials_min_iters",
+                 "perf_trials_min_time")
+
+
+def time_alone(cap: Capture, loop: dict) -> list:
+    """The capture's target timed alone by the classic loop (its input sets rotating; an executor side as one round
+    trip per call with resident inputs): per-call ms, one per trial."""
+    target, args_list, kwargs_list = cap.target, cap.args_list, cap.kwargs_list
+    if cap.remote is not None:
+        bounds = cap.bounds
+        target, args_list, kwargs_list = (lambda k: bounds[k].call()), [(k,) for k in range(len(bounds))], \
+            [{} for _ in bounds]
+    r = _measure_loop(target, cap.sync, args_list=args_list if any(args_list) else None,
+                      kwargs_list=kwargs_list if any(kwargs_list) else None,
+                      **{k: v for k, v in loop.items() if k in _LOOP_OPTIONS})
+    return list(r["trials_ms"])
+
+
+def unpaired_record(cand: Capture, opts: dict, why: str) -> dict:
+    """The candidate timed alone (the classic loop with the test's knobs) when the pair cannot be formed."""
+    return {"paired": False, "status": "correct", "detail": f"not paired: {why}",
+            "candidate_ms": time_alone(cand, cand.options)}
