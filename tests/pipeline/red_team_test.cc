@@ -1,6 +1,7 @@
-// Issue 25, deliverable 4: the red-team suite. One small candidate per attempt, each evaluated through the
-// pytest path (a pure-Python task: the candidate runs in the pytest process, warm-started where kf can) and the
-// native path (omp_reduction: the candidate runs in the task's executor program). Each candidate makes its
+// Issue 25, deliverable 4: the red-team suite. Each attempt is evaluated through the pytest path (a pure-Python
+// task, one small candidate per attempt: the candidate runs in the pytest process, warm-started where kf can) and
+// the native path (omp_reduction: the candidate runs in the task's executor program; the attempts a process
+// survives share one candidate, see below). Each candidate makes its
 // attempt when it is loaded and reports "kf-probe <name>: refused (<errno>)" or "kf-probe <name>: ESCAPED …";
 // an escape also makes its results wrong, so it can never hide behind a correct verdict. Every attempt must be
 // refused and named in the verdict (the candidate's own line in the logs, or isolation_violation for a system
@@ -136,24 +137,33 @@ std::string PythonCandidate(const Attempt& a) {
          "    return [2 * x for x in xs]\n";
 }
 
-// reduce_kernel.cpp's EVOLVE block for the native path.
-std::string CppCandidate(const Attempt& a) {
-  return "#include <arpa/inet.h>\n#include <dirent.h>\n#include <fcntl.h>\n#include <linux/capability.h>\n"
-         "#include <netinet/in.h>\n#include <signal.h>\n#include <sys/socket.h>\n#include <sys/syscall.h>\n"
-         "#include <unistd.h>\n#include <cerrno>\n#include <cstdio>\n#include <cstring>\n#include <string>\n"
-         "static int kf_attempt(std::string& got) {\n" + a.cpp + "}\n"
-         "static const bool kf_escaped = [] {\n"
-         "  std::string got;\n  errno = 0;\n"
-         "  if (kf_attempt(got)) {\n"
-         "    std::fprintf(stderr, \"kf-probe " + a.name + ": ESCAPED %s\\n\", got.c_str());\n    return true;\n  }\n"
-         "  const int e = errno;\n"
-         "  std::fprintf(stderr, \"kf-probe " + a.name + ": %s (%s)\\n\",\n"
-         "               e == EACCES || e == EPERM ? \"refused\" : \"neither refused nor done\", strerrorname_np(e));\n"
-         "  return !(e == EACCES || e == EPERM);\n}();\n"
+// reduce_kernel.cpp's EVOLVE block for the native path: each attempt in a function of its own, run in order when
+// the executor loads; each reports its own line, and each escape (or an error other than EACCES/EPERM) adds 1 to
+// the sum, so the verdict cannot be correct unless every one was refused.
+std::string CppCandidate(const std::vector<Attempt>& attempts) {
+  std::string code =
+      "#include <arpa/inet.h>\n#include <dirent.h>\n#include <fcntl.h>\n#include <linux/capability.h>\n"
+      "#include <netinet/in.h>\n#include <signal.h>\n#include <sys/socket.h>\n#include <sys/syscall.h>\n"
+      "#include <unistd.h>\n#include <cerrno>\n#include <cstdio>\n#include <cstring>\n#include <string>\n"
+      "static int kf_report(const char* name, int (*attempt)(std::string&)) {\n"
+      "  std::string got;\n  errno = 0;\n"
+      "  if (attempt(got)) {\n"
+      "    std::fprintf(stderr, \"kf-probe %s: ESCAPED %s\\n\", name, got.c_str());\n    return 1;\n  }\n"
+      "  const int e = errno;\n"
+      "  std::fprintf(stderr, \"kf-probe %s: %s (%s)\\n\", name,\n"
+      "               e == EACCES || e == EPERM ? \"refused\" : \"neither refused nor done\", strerrorname_np(e));\n"
+      "  return e == EACCES || e == EPERM ? 0 : 1;\n}\n";
+  std::string calls;
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const std::string fn = "kf_attempt_" + std::to_string(i);
+    code += "static int " + fn + "(std::string& got) {\n" + attempts[i].cpp + "}\n";
+    calls += "  bad += kf_report(\"" + attempts[i].name + "\", " + fn + ");\n";
+  }
+  return code + "static const int kf_escaped = [] {\n  int bad = 0;\n" + calls + "  return bad;\n}();\n" +
          "double kf_sum_squares(const float* x, std::size_t n) {\n"
          "  double s = 0.0;\n"
          "  for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);\n"
-         "  return kf_escaped ? s + 1.0 : s;\n}\n";
+         "  return s + kf_escaped;\n}\n";
 }
 
 // Every output line of an evaluation: its log and each build/test process's output.
@@ -270,11 +280,18 @@ TEST_F(RedTeamE2E, PytestPathEveryAttemptIsRefusedAndNamed) {
   for (const Attempt& a : Attempts(t_)) Check(a, Run(task, PythonCandidate(a)), "pytest");
 }
 
+// A native evaluation builds a test program and an executor (~40 s of CPU on the 2-core CI machine; one per attempt
+// took 14 minutes there), so the attempts the process survives share one candidate — each still named on its own
+// line and each able to make the sum wrong — and each attempt the filter traps (the process dies) gets its own.
 TEST_F(RedTeamE2E, NativePathEveryAttemptIsRefusedAndNamed) {
   std::string why;
   if (!FullyIsolated(&why)) GTEST_SKIP() << "not fully isolated here: " << why;
   const Task task = testing::LoadTestTask(testing::CopyExample("omp_reduction", tmp_.path()));
-  for (const Attempt& a : Attempts(t_)) Check(a, Run(task, CppCandidate(a)), "native");
+  std::vector<Attempt> survived, trapped;
+  for (const Attempt& a : Attempts(t_)) (a.trapped ? trapped : survived).push_back(a);
+  const Evaluation ev = Run(task, CppCandidate(survived));
+  for (const Attempt& a : survived) Check(a, ev, "native");
+  for (const Attempt& a : trapped) Check(a, Run(task, CppCandidate({a})), "native");
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ TEST(SandboxMustShowE2E, AProbingCandidateRunsUnprivilegedAndIsRefusedTheSecrets
   for (const char* warm : {"on", "off"}) {
     SCOPED_TRACE(std::string("KF_WARM_START=") + warm);
     KfRunResult r = KfRun(tmp.path(), task, cand, "HOME=" + Q(home.string()) + " KF_WARM_START=" + warm,
-                          "--no-reference --db " + Q(db.string()));
+                          "--db " + Q(db.string()));
     ASSERT_TRUE(r.json.is_object()) << r.output;
     EXPECT_TRUE(IsCorrectFamily(*EvalStatusFromName(r.json["status"].get<std::string>()))) << testing::Why(r);
     EXPECT_EQ(r.output.find("kf-probe FAILED"), std::string::npos) << testing::Why(r);
@@ -89,10 +89,12 @@ TEST(SandboxMustShowE2E, AProbingCandidateRunsUnprivilegedAndIsRefusedTheSecrets
 
 TEST(SandboxMustShowE2E, RequireIsolationRefusesToRunWithoutIt) {
   TempDir tmp;
-  const fs::path task = testing::CopyExample("omp_reduction", tmp.path());
-  const fs::path cand = tmp.path() / "same.cpp";
-  WriteFile(cand, "double kf_sum_squares(const float* x, std::size_t n) {\n  double s = 0.0;\n"
-                  "  for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];\n  return s;\n}\n");
+  const fs::path task = tmp.path() / "py_scale";  // plain Python: nothing to compile
+  testing::WritePyScaleTask(task, "task_name: py_scale\njob_name: require\ntask_origin: custom\nlanguage: python\n"
+                                  "gpu_arch: cpu\nhas_build_step: false\nhas_reference_build_step: false\n"
+                                  "test_timeout: 120\neval_config:\n  timing: {processes: 1, budget_s: 1}\n");
+  const fs::path cand = tmp.path() / "same.py";
+  WriteFile(cand, "def scale(xs):\n    return [2 * x for x in xs]\n");
   // KF_ISOLATION=off stands in for a machine without Landlock or seccomp; --require-isolation overrides it
   // with "required" and checks what this machine can do.
   KfRunResult r = KfRun(tmp.path(), task, cand, "KF_ISOLATION=off", "--no-store --no-reference --require-isolation");
@@ -100,6 +102,7 @@ TEST(SandboxMustShowE2E, RequireIsolationRefusesToRunWithoutIt) {
     EXPECT_EQ(r.rc, 0) << r.output;  // "required" replaced "off": the run is isolated and correct
     ASSERT_TRUE(r.json.is_object()) << r.output;
     EXPECT_EQ(r.json["result"]["isolation"]["mode"], "required");
+    EXPECT_TRUE(r.json["result"]["isolation"]["complete"].get<bool>()) << r.json["result"]["isolation"].dump();
   } else {
     EXPECT_NE(r.rc, 0);
     EXPECT_NE(r.output.find("--require-isolation"), std::string::npos) << r.output;
