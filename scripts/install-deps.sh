@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-14 libclang-rt-14-dev
   libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev libarchive-dev libsqlite3-dev sqlite3 libssl-dev
   libcli11-dev libfmt-dev libgtest-dev libgmock-dev
-  pybind11-dev python3-pybind11 python3-dev python3-pytest python3-numpy python3-torch libtorch-dev
+  pybind11-dev python3-pybind11 python3-dev python3-pytest python3-pytest-xdist python3-numpy python3-torch libtorch-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo zip unzip xz-utils bzip2 procps iproute2 strace
   rabbitmq-server librabbitmq-dev python3-celery python3-msgpack
   libpq-dev postgresql python3-psycopg2 python3-sqlalchemy

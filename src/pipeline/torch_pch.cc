@@ -101,7 +101,11 @@ bool Enabled() {
   return !(v && (std::string(v) == "off" || std::string(v) == "0"));
 }
 
-fs::path Root(const fs::path& cache_dir) { return cache_dir / "pch" / "v1"; }
+fs::path Root(const fs::path& cache_dir) {
+  const char* shared = std::getenv("KF_TORCH_PCH_DIR");
+  if (shared != nullptr && *shared != '\0') return fs::absolute(shared);
+  return cache_dir / "pch" / "v1";
+}
 
 std::optional<fs::path> RootForChildren(const fs::path& cache_dir, std::string* why) {
   const fs::path in_cache = Root(cache_dir);

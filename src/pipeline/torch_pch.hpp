@@ -23,7 +23,8 @@ namespace kf::torch_pch {
 /// False when KF_TORCH_PCH is "off" or "0".
 bool Enabled();
 
-/// Where published PCHs live under a cache directory: <cache_dir>/pch/v1.
+/// Where published PCHs live: $KF_TORCH_PCH_DIR when set (one directory several caches share, e.g. the test
+/// suite's: a PCH is keyed by compiler, torch, Python and flags, never by a task), else <cache_dir>/pch/v1.
 std::filesystem::path Root(const std::filesystem::path& cache_dir);
 
 /// Where build children find published PCHs: Root(cache_dir) when the sandbox user can reach it (issue 25;

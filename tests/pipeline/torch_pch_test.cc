@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "kernelfoundry/evaluate.hpp"
+#include "pipeline/torch_pch.hpp"
 #include "pipeline_util.hpp"
 
 namespace kf {
@@ -16,11 +17,21 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
+TEST(TorchPch, PublishedHeadersLiveInTheCacheUnlessASharedDirectoryIsNamed) {
+  {
+    testing::ScopedEnv unset("KF_TORCH_PCH_DIR", nullptr);
+    EXPECT_EQ(torch_pch::Root("/c"), fs::path("/c/pch/v1"));
+  }
+  testing::ScopedEnv shared("KF_TORCH_PCH_DIR", "/shared/pch");
+  EXPECT_EQ(torch_pch::Root("/c"), fs::path("/shared/pch"));
+}
+
 TEST(TorchPch, TheFirstBuildRequestsItAndTheNextBuildUsesIt) {
   TempDir tmp;
   const std::string cache_dir = (tmp.path() / "cache").string();
   testing::ScopedEnv cache("KF_CACHE_DIR", cache_dir.c_str());
   testing::ScopedEnv pch_on("KF_TORCH_PCH", "on");
+  testing::ScopedEnv own_root("KF_TORCH_PCH_DIR", nullptr);  // this cache's own pch/v1, not a shared one
   const fs::path examples = testing::SourceDir() / "examples";
   Task task = testing::LoadTestTask(examples / "tasks" / "bias_relu");
   auto build = [&](const std::string& candidate_file) {
