@@ -7,7 +7,8 @@
 //    from ProcessOptions (spawn.cc);
 //  * a warm-start worker (python/host/kernelfoundry/zygote.py), forked from kf's zygote for a run whose client
 //    the shepherd has started and contained: it takes the client's containment (PeerContainment: the client's
-//    cgroups and resource limits, the run's Landlock policy) before it runs the task's tests.
+//    cgroups and resource limits, and the run's policy from kf's request — Landlock, the sandbox user, which must
+//    be the client's, no capabilities, the seccomp filter) before it runs the task's tests.
 // Whatever a later change adds to a child's containment goes into ChildContainment and ContainSelf, so both paths
 // get it; the policy parts (Landlock rules, sandbox user and capabilities, the seccomp filter; issue 25) are made by
 // one class, ChildPolicy, for both.

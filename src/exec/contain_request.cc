@@ -13,7 +13,9 @@ namespace {
 }
 
 const Json& Member(const Json& object, const char* name, const std::string& field) {
-  if (!object.is_object() || !object.contains(name)) Malformed(field + "." + name, "a member '" + std::string(name) + "'");
+  if (!object.is_object() || !object.contains(name)) {
+    Malformed(field + "." + name, "a member '" + std::string(name) + "'");
+  }
   return object[name];
 }
 

@@ -127,8 +127,8 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
 }
 
 /// The main child: stdio, cwd, containment (ContainSelf: session, cgroups, limits, Landlock, privileges, seccomp),
-/// exec. Never returns. `in_v2_cgroup`: the child was created in the v2 leaf already (clone3 CLONE_INTO_CGROUP), so it does
-/// not write its cgroup.procs.
+/// exec. Never returns. `in_v2_cgroup`: the child was created in the v2 leaf already (clone3 CLONE_INTO_CGROUP), so
+/// it does not write its cgroup.procs.
 [[noreturn]] void ChildExec(const ShepherdPlan& plan, pid_t shepherd, bool in_v2_cgroup) {
   sigset_t empty;
   sigemptyset(&empty);
