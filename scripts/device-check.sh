@@ -7,6 +7,9 @@
 #
 #   scripts/device-check.sh [--dry-run] [--bundle TARBALL]
 #
+# Here: scripts/bundle.sh (dist/ is git-ignored), then the device tool's run with carry ["dist"] and the command
+# `scripts/device-check.sh` ($OUT is the tool's output folder), timeout 540 s.
+#
 # GPU cases (each `kf run … --json`; expectation in brackets):
 #   cuda_softmax (native CUDA SDK)       identical.cu [correct|noisy], fast.cu [speedup > 1], side_stream.cu
 #                                        [correct|noisy; timed with the work: whole-device sync], output_cache.cu

@@ -1,6 +1,7 @@
 """Example GPU task triton_bias_relu: y = relu(x + bias) * scale, a Triton kernel against torch."""
 
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,9 @@ from kernelfoundry import TestBase
 from kernelfoundry.testing import assert_allclose
 
 TASK_DIR = Path(__file__).parent
+# Triton writes its compiled kernels to a cache directory (default ~/.triton/cache); a contained task run may write
+# only below its run directory, so the cache lives there.
+os.environ.setdefault("TRITON_CACHE_DIR", str(TASK_DIR / ".triton_cache"))
 MODULE_NAME = "bias_relu_triton"
 SHAPES = [(1, 1), (3, 17), (64, 1000), (512, 2048)]
 BENCH_SHAPE = (8192, 8192)  # 256 MiB per tensor: several times the L2, one launch well past launch overhead
