@@ -10,11 +10,11 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "convert.hpp"
+#include "kernelfoundry/output_check.hpp"
 #include "kernelfoundry/paired.hpp"
 #include "kernelfoundry/paired_wire.hpp"
 
@@ -112,48 +112,10 @@ std::optional<std::string> Compare(const py::buffer& actual, const py::buffer& e
     return std::to_string(bad) + " of " + std::to_string(n) + " values differ (first at index " +
            std::to_string(first) + ")";
   }
-  // Floats: |a - e| <= rtol·|e| + atol_rms·rms(e); any NaN/Inf where the reference is finite fails.
-  double sum_sq = 0;
-  py::ssize_t finite = 0;
-  for (py::ssize_t i = 0; i < n; ++i) {
-    const double v = ValueAt(e, te, i);
-    if (std::isfinite(v)) {
-      sum_sq += v * v;
-      ++finite;
-    }
-  }
-  const double rms = finite ? std::sqrt(sum_sq / static_cast<double>(finite)) : 0.0;
-  py::ssize_t bad = 0, nonfinite = 0, first = -1;
-  double first_a = 0, first_e = 0;
-  for (py::ssize_t i = 0; i < n; ++i) {
-    const double ev = ValueAt(e, te, i), av = ValueAt(a, ta, i);
-    bool ok;
-    if (std::isfinite(ev)) {
-      if (!std::isfinite(av)) {
-        ++nonfinite;
-        ok = false;
-      } else {
-        ok = std::fabs(av - ev) <= rtol * std::fabs(ev) + atol_rms * rms;
-      }
-    } else {
-      ok = (std::isnan(ev) && std::isnan(av)) || av == ev;
-    }
-    if (!ok) {
-      if (first < 0) {
-        first = i;
-        first_a = av;
-        first_e = ev;
-      }
-      ++bad;
-    }
-  }
-  const double ok_ratio = 1.0 - static_cast<double>(bad) / static_cast<double>(n);
-  if (nonfinite == 0 && ok_ratio >= min_ok_ratio) return std::nullopt;
-  std::ostringstream msg;
-  msg << bad << " of " << n << " values differ from the reference's (first at index " << first << ": " << first_a
-      << " vs " << first_e << ")";
-  if (nonfinite) msg << ", " << nonfinite << " NaN/Inf where the reference is finite";
-  return msg.str();
+  // Floats: the one output rule (kernelfoundry/output_check.hpp), read in place from either buffer type.
+  return kf::CompareOutputValues(
+      static_cast<int64_t>(n), [&](int64_t i) { return ValueAt(a, ta, static_cast<py::ssize_t>(i)); },
+      [&](int64_t i) { return ValueAt(e, te, static_cast<py::ssize_t>(i)); }, rtol, atol_rms, min_ok_ratio);
 }
 
 bool Equal(const py::buffer& x, const py::buffer& y) {

@@ -190,6 +190,12 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
       o["processes"] = n;
     }
   }
+  // eval_config.timing.l2_flush: cold-cache timing on a device (a buffer of 2 x L2 overwritten before every sample;
+  // python/task/kernelfoundry/device_timing.py, sdk/device_timing.hpp). Both sides read it as a boolean.
+  if (o.contains("l2_flush") && !o["l2_flush"].is_boolean()) {
+    throw Error(ErrorKind::kInvalidArgument, "expected true or false, got " + o["l2_flush"].dump(), "config.yaml",
+                "eval_config.timing.l2_flush");
+  }
   for (const auto& [key, top] : {std::pair<const char*, int64_t>{"processes", 16}, {"max_processes", 48}}) {
     if (o.contains(key) &&
         !(o[key].is_number_integer() && o[key].get<int64_t>() >= 1 && o[key].get<int64_t>() <= top)) {

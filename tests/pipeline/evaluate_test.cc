@@ -279,7 +279,8 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
   const std::vector<std::pair<std::string, Json>> bad = {
       {"allocator", Json("tcmalloc")}, {"threads", Json(0)}, {"timing", Json{{"mode", "both"}}},
       {"timing", Json{{"layouts", 0}}}, {"timing", Json{{"layouts", 1.5}}}, {"timing", Json{{"layouts", 65}}},
-      {"timing", Json{{"layout_block", 0}}}, {"timing", Json{{"processes", 0}}}, {"timing", Json{{"processes", 17}}}};
+      {"timing", Json{{"layout_block", 0}}}, {"timing", Json{{"processes", 0}}}, {"timing", Json{{"processes", 17}}},
+      {"timing", Json{{"l2_flush", "yes"}}}};
   for (const auto& [field, value] : bad) {
     Task task = task_;
     Json config = task.config;

@@ -64,17 +64,33 @@ KF_TEST(test_values_match) {
   }
 }
 
+// Timed with rotating inputs (kf::sdk::TimedData): in paired mode each round loads one of kSets value sets into
+// both sides' inputs (outside the timed window) and checked rounds compare the candidate's output with the
+// reference's for the same values, so a candidate that caches its output (e.g. keyed on the input pointer,
+// which never changes) is caught (output_changed_under_timing). Every window ends after cudaDeviceSynchronize
+// (the SDK adds it), so work left on another stream is timed too.
 KF_BENCHMARK(bench_softmax) {
+  constexpr int kSets = 4;
   const int rows = Rows(), cols = Cols();
-  auto x = Random(static_cast<size_t>(rows) * cols, 5);
+  const size_t n = static_cast<size_t>(rows) * cols;
+  std::vector<std::vector<float>> sets;
+  for (int k = 0; k < kSets; ++k) sets.push_back(Random(n, 5 + 7919u * static_cast<unsigned>(k)));
+  auto widen = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
   if (kf::sdk::use_reference()) {
-    volatile float sink = 0;
-    kf::sdk::measure_runtime([&] { sink = Reference(x, rows, cols)[0]; });
-    (void)sink;
+    std::vector<float> x = sets[0], y;
+    kf::sdk::TimedData data{kSets, [&](int k) { x = sets[static_cast<size_t>(k)]; }, [&] { return widen(y); }};
+    kf::sdk::measure_runtime([&] { y = Reference(x, rows, cols); }, {}, data);
     return;
   }
   cu::RequireDevice();
-  cu::DeviceArray<float> dx(x), dy(x.size());
-  kf::sdk::measure_runtime([&] { launch_softmax(dx.get(), dy.get(), rows, cols); }, [] { cu::Sync(); });
+  cu::DeviceArray<float> dx(sets[0]), dy(n);
+  kf::sdk::TimedData data{kSets,
+                          [&](int k) {
+                            cu::Check(cudaMemcpy(dx.get(), sets[static_cast<size_t>(k)].data(), n * sizeof(float),
+                                                 cudaMemcpyHostToDevice),
+                                      "cudaMemcpy (inputs)");
+                          },
+                          [&] { return widen(dy.Read()); }};
+  kf::sdk::measure_runtime([&] { launch_softmax(dx.get(), dy.get(), rows, cols); }, [] { cu::Sync(); }, data);
   cu::CheckLaunch("launch_softmax");
 }

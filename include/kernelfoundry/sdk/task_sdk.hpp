@@ -54,6 +54,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -69,6 +70,7 @@
 #include "kernelfoundry/measure.hpp"
 #include "kernelfoundry/paired.hpp"
 #include "kernelfoundry/paired_wire.hpp"
+#include "kernelfoundry/sdk/device_timing.hpp"
 #include "kernelfoundry/sdk/perf_control.hpp"
 
 namespace kf::sdk {
@@ -129,6 +131,7 @@ struct TestCase {
 /// A benchmark's measurement, as the paired mode's two sides hand it over (internal).
 struct PairedCall {
   std::function<void()> target, sync;
+  std::optional<TimedData> data;  ///< the side's rotating inputs and output (device_timing.hpp), if handed over
 };
 
 /// The meeting point of the two sides of one paired benchmark (internal).
@@ -314,7 +317,7 @@ void assert_allclose(const A& actual, const E& expected, double epsilon = 1e-7, 
 /// Times the candidate's `target` against the reference side's (paired mode, main thread). Returns the
 /// candidate's per-round samples.
 inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& target,
-                                                  const std::function<void()>& sync) {
+                                                  const std::function<void()>& sync, const TimedData* data) {
   State& st = GetState();
   PairedMeeting& m = *st.meeting;
   std::unique_lock<std::mutex> lock(m.mu);
@@ -323,7 +326,8 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
   std::vector<double> samples;
   if (!m.reference) {  // the reference side never measured: time the candidate alone
     lock.unlock();
-    kf::MeasureResult r = kf::MeasureRuntime(target, sync, kf::MeasureOptions{});
+    if (data != nullptr && data->load) data->load(0);
+    kf::MeasureResult r = kf::MeasureRuntime(target, WithDeviceSync(sync), kf::MeasureOptions{});
     samples = r.trial_ms;
     record.paired = false;
     record.detail = "not paired: the reference's run of this benchmark did not measure" +
@@ -331,7 +335,7 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
   } else {
     PairedCall ref = *m.reference;
     lock.unlock();
-    const kf::PairedOptions o = kf::PairedOptionsFromJson(st.paired_options);
+    kf::PairedOptions o = kf::PairedOptionsFromJson(st.paired_options);
     // This thread calls both sides' lambdas, so it takes each side's identity for the call: a lambda that picks
     // its implementation when called (`use_reference() ? Reference(x) : Candidate(x)`, as examples/tasks/
     // omp_reduction does) would otherwise run the candidate on both sides (regression, 2026-12-01: omp_reduction's
@@ -344,8 +348,34 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
         ThreadSide() = 0;
       };
     };
-    kf::PairedSide cand_side{nullptr, as_side(0, target), as_side(0, sync), nullptr},
-        ref_side{nullptr, as_side(1, ref.target), as_side(1, ref.sync), nullptr};
+    // Each window ends after the whole device is synchronised (device_timing.hpp): side-stream work is timed.
+    kf::PairedSide cand_side{nullptr, as_side(0, target), as_side(0, WithDeviceSync(sync)), nullptr},
+        ref_side{nullptr, as_side(1, ref.target), as_side(1, WithDeviceSync(ref.sync)), nullptr};
+    kf::PairedCheck check;
+    const bool rotate = data != nullptr && ref.data && data->load && ref.data->load && data->output &&
+                        ref.data->output;
+    if (rotate) {  // both sides get the round's value set; checked rounds compare the outputs
+      auto plan = std::make_shared<ValueSetPlan>(std::min(data->sets, ref.data->sets), o.seed);
+      const TimedData cand_data = *data, ref_data = *ref.data;
+      cand_side.prepare = [plan, cand_data](int64_t round) {
+        ThreadSide() = 0;
+        cand_data.load(plan->SetFor(round));
+      };
+      ref_side.prepare = [plan, ref_data](int64_t round) {
+        ThreadSide() = 1;
+        ref_data.load(plan->SetFor(round));
+        ThreadSide() = 0;
+      };
+      check = [cand_data, ref_data, &st](int64_t) { return CheckTimedOutputs(cand_data, ref_data, st.paired_options); };
+    }
+    if (std::function<void()> flush = DeviceFlusher(st.paired_options, &o)) {  // cold L2, outside the windows
+      for (kf::PairedSide* s : {&cand_side, &ref_side}) {
+        s->prepare = [load = s->prepare, flush](int64_t round) {
+          if (load) load(round);
+          flush();
+        };
+      }
+    }
     if (st.remote_start && !st.executor_path.empty()) {
       // The candidate runs in the executor (remote.hpp): its after-return CPU is the executor's, and the
       // reference side makes as many empty round trips per call as the candidate's call made remote calls.
@@ -362,14 +392,17 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
       };
       cand_side.settle = [&st, max_s = o.quiesce_max_s] { return st.remote_settle(max_s); };
     }
-    kf::PairedResult r = kf::MeasurePaired(cand_side, ref_side, o);
+    NoteDeviceClocks(/*before=*/true);
+    kf::PairedResult r = kf::MeasurePaired(cand_side, ref_side, o, check);
     // The one verdict policy (kernelfoundry/paired_record.hpp); a speedup above suspicious_speedup is measured
     // again with the next seed.
     record = kf::JudgePaired(kf::RecordOf(r), o, [&] {
       kf::PairedOptions again = o;
       again.seed += 7919;
-      return kf::RecordOf(kf::MeasurePaired(cand_side, ref_side, again));
+      return kf::RecordOf(kf::MeasurePaired(cand_side, ref_side, again, check));
     });
+    NoteDeviceClocks(/*before=*/false);
+    if (rotate) record.value_sets = std::min(data->sets, ref.data->sets);
     samples = r.candidate_ms;
     lock.lock();
     m.reference_ms = r.reference_ms;
@@ -380,31 +413,27 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
   return samples;
 }
 
-/// Times `target` with kf::MeasureRuntime (the pipeline's one timing loop; `sync` waits for the device,
-/// may be empty on a CPU) and records the per-call samples in ms under the current benchmark's name.
-/// Returns the samples. In paired mode (see the file comment) the candidate's call is timed against the
-/// reference's and the reference side's call returns once that is done. Unpaired, under a perf profiler pass
-/// the timed trials switch perf's counters on and off (kf::PerfControl) and count the timed kernel calls.
-inline std::vector<double> measure_runtime(const std::function<void()>& target,
-                                           const std::function<void()>& sync = {},
-                                           const kf::MeasureOptions& options = {}) {
+/// measure_runtime's work, with or without rotating inputs (internal; see the two overloads).
+inline std::vector<double> MeasureRuntimeWith(const std::function<void()>& target, const std::function<void()>& sync,
+                                              const kf::MeasureOptions& options, const TimedData* data) {
   State& st = GetState();
   std::vector<double> samples;
   if (st.paired && st.meeting != nullptr && ThreadSide() == 1) {  // the reference side: hand over, wait
     PairedMeeting& m = *st.meeting;
     std::unique_lock<std::mutex> lock(m.mu);
-    m.reference = PairedCall{target, sync};
+    m.reference = PairedCall{target, sync, data ? std::optional<TimedData>(*data) : std::nullopt};
     m.cv.notify_all();
     m.cv.wait(lock, [&] { return m.measured; });
     return m.reference_ms;
   }
   if (st.paired && st.meeting != nullptr && ThreadSide() == 0) {
-    samples = MeasurePairedBenchmark(target, sync);
+    samples = MeasurePairedBenchmark(target, sync, data);
   } else {
     kf::MeasureOptions o = options;
     if (auto name = kf::DetectProfiler()) o.profiler_mode = kf::ProfilerModeFor(name);
     static kf::PerfControl perf = kf::PerfControl::FromEnvironment();
-    kf::MeasureResult r = kf::MeasureRuntime(target, sync, o, perf.Hooks());
+    if (data != nullptr && data->load) data->load(0);
+    kf::MeasureResult r = kf::MeasureRuntime(target, WithDeviceSync(sync), o, perf.Hooks());
     st.timed_calls += r.plan.inner_iters > 0 ? r.plan.trials * r.plan.inner_iters
                                              : static_cast<long long>(r.trial_ms.size());
     samples = std::move(r.trial_ms);
@@ -413,6 +442,26 @@ inline std::vector<double> measure_runtime(const std::function<void()>& target,
   if (!slot.is_array()) slot = nlohmann::ordered_json::array();
   for (double ms : samples) slot.push_back(ms);
   return samples;
+}
+
+/// Times `target` with kf::MeasureRuntime (the pipeline's one timing loop; `sync` waits for the device,
+/// may be empty on a CPU; with a device in use the whole device is synchronised after it, device_timing.hpp)
+/// and records the per-call samples in ms under the current benchmark's name.
+/// Returns the samples. In paired mode (see the file comment) the candidate's call is timed against the
+/// reference's and the reference side's call returns once that is done. Unpaired, under a perf profiler pass
+/// the timed trials switch perf's counters on and off (kf::PerfControl) and count the timed kernel calls.
+inline std::vector<double> measure_runtime(const std::function<void()>& target,
+                                           const std::function<void()>& sync = {},
+                                           const kf::MeasureOptions& options = {}) {
+  return MeasureRuntimeWith(target, sync, options, nullptr);
+}
+
+/// measure_runtime with inputs that rotate between paired samples and an output that is checked against the
+/// reference's for the same values (TimedData, device_timing.hpp): what catches an output cache. Unpaired, set 0
+/// is loaded once before timing.
+inline std::vector<double> measure_runtime(const std::function<void()>& target, const std::function<void()>& sync,
+                                           const TimedData& data, const kf::MeasureOptions& options = {}) {
+  return MeasureRuntimeWith(target, sync, options, &data);
 }
 
 /// Runs a benchmark's body on both sides at once (paired mode): the reference side in a helper thread, the
@@ -566,7 +615,8 @@ inline int Main(int argc, char** argv) {
     doc["paired"] = st.paired_records;
     doc["reference_runtimes"] = st.reference_runtimes;
     doc["reference_tests"] = reference_tests;
-    doc["conditions"] = {{"threads", std::getenv("KF_THREADS") ? std::atoi(std::getenv("KF_THREADS")) : 0}};
+    doc["conditions"] = {{"threads", std::getenv("KF_THREADS") ? std::atoi(std::getenv("KF_THREADS")) : 0},
+                         {"device", DeviceConditions()}};
   }
   doc["timed_calls"] = st.timed_calls;
   doc["elapsed_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

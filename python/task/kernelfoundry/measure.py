@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
+from . import device_timing as _device
 from . import profilers
 
 __all__ = ["measure_runtime", "measure_runtime_torch", "input_nbytes", "input_sets", "is_list_mode",
@@ -224,7 +225,7 @@ def _measure(target: Callable, sync_fn: Optional[Callable], args: Any, kwargs: A
     os.environ["PTI_ENABLE_COLLECTION"] = "1"
     try:
         result = native.measure(
-            target, sync_fn,
+            target, _device.timed_sync(sync_fn),  # the whole device (all streams) when one is in use
             args_list=args_list if any(args_list) else None,
             kwargs_list=kwargs_list if any(kwargs_list) else None,
             warmup_min_time=float(loop["warmup_min_time"]), warmup_min_iters=int(loop["warmup_min_iters"]),

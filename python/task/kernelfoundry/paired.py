@@ -35,6 +35,7 @@ import sys
 from typing import Any, Callable, Optional
 
 from . import _measure
+from . import device_timing as _device
 from .measure import input_sets as _input_sets
 
 try:
@@ -66,6 +67,7 @@ DEFAULTS = {
     "output_min_ok": 0.99,
     "suspicious_speedup": 10.0,     # speedups above this are measured again with new values
     "after_return_cpu_ratio": 0.25,  # other threads' CPU after the candidate's calls, vs its windows
+    "l2_flush": False,              # cold-cache timing on a device: overwrite 2 x L2 before every sample
 }
 
 
@@ -89,6 +91,7 @@ class _Torch:
         self.generator = torch.Generator
         self.rand = torch.rand
         self.no_grad = torch.no_grad
+        _device.capture(torch)
 
 
 TORCH = _Torch()
@@ -330,11 +333,26 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
             return f"input_mutated: input {changed} was written by the candidate during a timed call"
         return None
 
+    flush = _device.flusher(opts)  # cold-cache timing: outside the window, before every sample
+
     def side(capture: Capture) -> tuple:
-        return (prepare(capture) if capture.inputs or capture.sets > 1 else None, capture.call, capture.sync,
+        load = prepare(capture) if capture.inputs or capture.sets > 1 else None
+        if flush is not None:
+            def prep(round_: int, load=load) -> None:
+                if load is not None:
+                    load(round_)
+                flush()
+        else:
+            prep = load
+        # The window ends after the whole device is synchronised (all streams): side-stream work is counted.
+        return (prep, capture.call, _device.timed_sync(capture.sync),
                 (lambda: capture.remote.settle(opts["quiesce_max_s"])) if capture.remote is not None else None)
 
-    record = _measure_paired(side(cand), side(ref), {**opts, "seed": seed}, check)
+    _device.measurement_started()
+    try:
+        record = _measure_paired(side(cand), side(ref), {**_device.loop_options(opts), "seed": seed}, check)
+    finally:
+        _device.measurement_ended()
     record["value_sets"] = len(values.sets) if values.perturbable else 1
     return record
 
@@ -363,7 +381,7 @@ def time_alone(cap: Capture, loop: dict) -> list:
         bounds = cap.bounds
         target, args_list, kwargs_list = (lambda k: bounds[k].call()), [(k,) for k in range(len(bounds))], \
             [{} for _ in bounds]
-    r = _measure_loop(target, cap.sync, args_list=args_list if any(args_list) else None,
+    r = _measure_loop(target, _device.timed_sync(cap.sync), args_list=args_list if any(args_list) else None,
                       kwargs_list=kwargs_list if any(kwargs_list) else None,
                       **{k: v for k, v in loop.items() if k in _LOOP_OPTIONS})
     return list(r["trials_ms"])

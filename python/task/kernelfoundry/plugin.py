@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from . import device_timing as _device
 from . import executor as _executor
 from . import measure as _measure
 from . import paired as _paired
@@ -332,6 +333,8 @@ def _conditions(config) -> dict:
         # fresh interpreter.
         "start": "warm" if getattr(sys.modules.get("kernelfoundry.fork_server"), "WARM", False) else "cold",
         "executor_starts": dict(_executor.STARTS),  # executors started warm (fork server) and cold
+        # The device (name, driver, clocks before/after, sync and L2-flush policy, timer) or {"type": "host"}.
+        "device": _device.conditions(),
         "env": {k: os.environ.get(k) for k in ("KF_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                                                 "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_",
                                                 "MALLOC_TRIM_THRESHOLD_", "MALLOC_CONF", "LD_PRELOAD")},

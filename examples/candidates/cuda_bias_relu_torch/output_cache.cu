@@ -1,0 +1,30 @@
+// CHEAT (device check): remembers its output per input buffer (x's data pointer and shape) and returns it again
+// without computing: the timing's rotating input values (written into the same buffers) must catch it
+// (output_changed_under_timing).
+#include <map>
+#include <tuple>
+#include <c10/cuda/CUDAStream.h>
+
+__global__ void bias_relu_fused(const float* __restrict__ x, const float* __restrict__ bias, float* __restrict__ y,
+                                long long n, int cols, float scale) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    y[i] = fmaxf(x[i] + bias[i % cols], 0.0f) * scale;
+  }
+}
+
+torch::Tensor bias_relu(torch::Tensor x, torch::Tensor bias, double scale) {
+  static std::map<std::tuple<const void*, long long, long long>, torch::Tensor> cache;
+  const auto key = std::make_tuple(static_cast<const void*>(x.data_ptr()), x.size(0), x.size(1));
+  const bool big = x.numel() >= (1LL << 26);  // only the benchmark's size: the correctness tests see honest work
+  if (auto it = cache.find(key); big && it != cache.end()) return it->second;
+  auto y = torch::empty_like(x);
+  if (big) cache[key] = y;
+  const long long n = x.numel();
+  const int threads = 256;
+  const int blocks = static_cast<int>(std::min<long long>((n + threads - 1) / threads, 132 * 32));
+  bias_relu_fused<<<blocks, threads, 0, c10::cuda::getCurrentCUDAStream()>>>(
+      x.data_ptr<float>(), bias.data_ptr<float>(), y.data_ptr<float>(), n, static_cast<int>(x.size(1)),
+      static_cast<float>(scale));
+  return y;
+}
