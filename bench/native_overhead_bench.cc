@@ -104,13 +104,14 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/kf_overhead_bench_XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
   const fs::path scratch = tmpl;
+  fs::permissions(scratch, fs::perms(0711));  // the sandbox user (kf as root, issue 25) reaches the work dirs
   const fs::path task = scratch / "omp_reduction";
   fs::copy(source / "examples/tasks/omp_reduction", task, fs::copy_options::recursive);
   const fs::path candidate = source / "examples/candidates/omp_reduction/fast.cpp";
   const fs::path python_log = scratch / "python_starts.log";
   const fs::path shim = scratch / "python_shim.sh";
   std::ofstream(shim) << "#!/bin/sh\necho \"$@\" >> " << Quote(python_log.string()) << "\nexec /usr/bin/python3 \"$@\"\n";
-  fs::permissions(shim, fs::perms::owner_all);
+  fs::permissions(shim, fs::perms(0755));
   fs::create_directories(scratch / "tmp");
   const std::string env = "TMPDIR=" + Quote((scratch / "tmp").string()) + " KF_CACHE_DIR=" +
                           Quote((scratch / "cache").string()) + " KF_PYTHON=" + Quote(shim.string()) + " ";

@@ -30,3 +30,17 @@ if ((${#missing[@]})); then
 else
   echo "install-deps: all ${#PACKAGES[@]} packages present"
 fi
+
+# The unprivileged user kf runs build and test children as when it runs as root (issue 25; KF_SANDBOX_USER
+# overrides, `nobody` is the fallback): a system user without a home or a login shell, in the GPU device groups
+# (video, render) that exist here, so candidates can open /dev/dri and /dev/nvidia* nodes owned by them.
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+if ! getent passwd kf-sandbox >/dev/null; then
+  echo "install-deps: creating the system user kf-sandbox"
+  $SUDO useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin --user-group kf-sandbox
+fi
+for group in video render; do
+  if getent group "$group" >/dev/null && ! id -nG kf-sandbox | tr ' ' '\n' | grep -qx "$group"; then
+    $SUDO usermod -a -G "$group" kf-sandbox
+  fi
+done

@@ -56,6 +56,10 @@ TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "kf_test_XXXXXX").string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
   path_ = tmpl;
+  // Traversable, not listable: kf's sandboxed children (another uid when the tests run as root, issue 25) reach
+  // the work dirs kf makes in here, as they do in /tmp.
+  std::filesystem::permissions(path_, std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
+                                          std::filesystem::perms::others_exec);
 }
 
 TempDir::~TempDir() {

@@ -95,6 +95,9 @@ struct BuildRequest {
   Json hyperparameters = nullptr;   ///< the task's {"buildtime": …, "runtime": …} or null
   HarnessLimits limits;
   std::map<std::string, std::string> env;   ///< extra environment (the stage adds KF_CACHE_DIR etc.)
+  /// What the build may read besides its work dir, the task-side resources and the system (issue 25): the
+  /// published precompiled headers.
+  std::vector<std::filesystem::path> readable;
   OutputLineFn on_line;
   std::stop_token stop;             ///< cancellation: kills the build's process tree
 };

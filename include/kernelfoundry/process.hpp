@@ -17,10 +17,13 @@
 //    cut marked "\n[... N bytes cut by kf ...]\n"), decoded as UTF-8 with replacement, NUL shown as U+2400,
 //    terminal escapes stripped (kf::ProcessResult::Create). Output is kept on every termination path.
 //  * Filesystem isolation (optional, `filesystem_isolation`): the child tree may write only the listed
-//    directories (its work dir, a private temp dir); everything else (the cache, the database, HOME, the
-//    source checkout) stays readable but not writable. Applied with Landlock (the kernel's unprivileged
+//    directories (its work dir, a private temp dir) and, with a read allow-list, read only those, the listed
+//    readable paths and the system's shared parts (the cache, the database, HOME and other work dirs are then
+//    unreadable; without one they stay readable but not writable). Applied with Landlock (the kernel's unprivileged
 //    sandboxing LSM, Linux >= 5.13) between fork and exec; `ProcessRun::isolation` says how it was applied
 //    or why it could not be ("unavailable: …"), and a run that requires it fails to spawn instead.
+//  * Sandbox (optional, `sandbox`, issue 25): the child tree runs under an unprivileged uid with no
+//    capabilities, no_new_privs and a seccomp filter; `ProcessRun::sandbox` says what was applied.
 //  * Thread-safe: RunProcess may be called from many threads at once (the shepherd runs only
 //    async-signal-safe code between fork and exec).
 #pragma once
@@ -47,9 +50,9 @@ enum class ContainmentMethod { kCgroupV2, kSubreaper };
 /// "cgroup_v2" or "subreaper".
 const char* ContainmentMethodName(ContainmentMethod m);
 
-/// What a child may write (ProcessOptions::filesystem_isolation). Everything else is read-only to it: creating,
-/// writing, truncating, renaming or removing files anywhere else fails with EACCES. /dev keeps write access
-/// to existing device nodes (/dev/null, GPU nodes); /dev/shm stays writable (POSIX shared memory).
+/// What a child may write and read (ProcessOptions::filesystem_isolation). Everything outside the writable
+/// paths is read-only to it: creating, writing, truncating, renaming or removing files anywhere else fails
+/// with EACCES; /dev/shm stays writable (POSIX shared memory).
 struct FilesystemIsolation {
   /// Directories (and everything below them) the child tree may write, create and delete in. Paths that
   /// do not exist when the child starts are skipped. At most 20.
@@ -57,7 +60,47 @@ struct FilesystemIsolation {
   /// When the machine cannot isolate (no Landlock): true = the run fails to spawn (kSpawnFailed, message
   /// names why); false = it runs unisolated and ProcessRun::isolation says "unavailable: <why>".
   bool required = false;
+  /// Reads (issue 25). nullopt: everything stays readable and executable, and /dev keeps write access to
+  /// existing device nodes. A list: only these paths (and below), the writable paths and the system's shared
+  /// parts (SandboxSystemPaths(): /usr, /lib*, /bin, /sbin, /etc, /opt, /proc, parts of /sys, /dev/null,
+  /// /dev/zero, /dev/full, /dev/random, /dev/urandom, /dev/shm and the GPU device nodes, which stay writable)
+  /// may be read or executed; opening anything else (the home directory, a database, other work dirs)
+  /// fails with EACCES. At most 40.
+  std::optional<std::vector<std::filesystem::path>> readable_paths;
 };
+
+/// The system paths every child with a read allow-list may read (FilesystemIsolation::readable_paths),
+/// then the device nodes it may also write. Computed once per process.
+std::vector<std::string> SandboxSystemPaths();
+
+/// An unprivileged identity for sandboxed children (ProcessSandbox::user).
+struct SandboxUser {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> groups;  ///< supplementary groups (e.g. video/render for GPU nodes); at most 32
+  std::string name;              ///< for messages ("kf-sandbox")
+};
+
+/// The unprivileged sandbox of a child tree (issue 25), applied by the child between fork and exec, after its
+/// cgroup, limits and working directory and before Landlock: (1) when `user` is set, the child takes that
+/// uid/gid/groups (only root may; the capability bounding set is emptied first); (2) every capability set
+/// is emptied, the ambient set cleared, no_new_privs set — the child and everything it starts hold no
+/// privilege, and set-uid programs cannot give any back; (3) a seccomp filter refuses what no kernel
+/// evaluation needs: module loading, kexec, reboot, swap, mount, chroot, bpf, raw I/O and clock setting kill
+/// the process with SIGSYS (an isolation violation); ptrace, process_vm_*, keyctl, userfaultfd, namespaces
+/// and perf_event_open (unless allowed) fail with EPERM; sockets other than AF_UNIX/AF_NETLINK with EACCES
+/// (no network); clone3 and io_uring with ENOSYS (callers fall back).
+struct ProcessSandbox {
+  std::optional<SandboxUser> user;  ///< the identity to take; nullopt = keep ours (then we must not be root)
+  bool allow_perf_events = false;   ///< perf_event_open allowed (profiler passes)
+  /// When seccomp is unavailable: true = the run fails to spawn; false = it runs without the filter and
+  /// ProcessRun::sandbox says so.
+  bool required = false;
+};
+
+/// How the system-call filter would be applied here: "seccomp filter (x86_64)" or "unavailable: <why>".
+/// Probed once per process; never throws.
+std::string SeccompSupport();
 
 /// How filesystem isolation would be applied on this machine: "landlock (ABI <n>)" or "unavailable: <why>".
 /// Probed once per process; never throws.
@@ -127,6 +170,8 @@ struct ProcessOptions {
   bool no_network = false;                       ///< fresh network namespace with loopback only
   /// Restrict what the child tree may write (see FilesystemIsolation); nullopt = no restriction.
   std::optional<FilesystemIsolation> filesystem_isolation;
+  /// Run the child tree unprivileged (see ProcessSandbox); nullopt = with our rights.
+  std::optional<ProcessSandbox> sandbox;
   /// Cancellation: when stop is requested the whole tree is killed at once (SIGKILL) and the run ends with
   /// reason kCanceled. A default-constructed token never stops.
   std::stop_token stop;
@@ -165,6 +210,9 @@ struct ProcessRun {
   std::string network_note;                      ///< why isolation was unavailable, when requested
   /// Filesystem isolation: "" when not requested; "landlock (ABI 7)" when applied; "unavailable: <why>".
   std::string isolation;
+  /// The sandbox (ProcessOptions::sandbox): "" when not requested; else e.g. "uid 999 (kf-sandbox), no
+  /// capabilities, seccomp filter (x86_64)", with "seccomp unavailable: <why>" in place of the filter.
+  std::string sandbox;
   /// How each requested limit was enforced: {"memory": "cgroup2 memory.max", "processes":
   /// "unavailable: …", "cpu": "RLIMIT_CPU", …}.
   std::map<std::string, std::string> limits;
@@ -175,7 +223,7 @@ struct ProcessRun {
 
   /// {"result": ProcessResult JSON, "reason", "containment", "pid", "wall_seconds", "cpu_seconds",
   ///  "peak_rss_bytes" (or null), "stdout_bytes", "stderr_bytes", "end_marker_line" (or null),
-  ///  "network_isolated", "network_note", "isolation", "limits", "notes"}.
+  ///  "network_isolated", "network_note", "isolation", "sandbox", "limits", "notes"}.
   Json ToJson() const;
 };
 
@@ -183,6 +231,18 @@ struct ProcessRun {
 /// kSpawnFailed result with returncode -1 and a message); throws kf::Error(kInvalidArgument) for an empty
 /// argv and kf::Error(kIO) when the runner's own pipes/fork fail.
 ProcessRun RunProcess(const ProcessOptions& options);
+
+/// The child-side containment a run asks for (`options.filesystem_isolation` and `options.sandbox`) as data, for a
+/// process that contains itself like the run's child (a warm-started test worker forked by kf's zygote, which
+/// takes it through the binding kernelfoundry._contain; the Landlock rules and the seccomp program are made there by
+/// the code RunProcess uses): {"filesystem_isolation": null | {"writable_paths": [...], "readable_paths": null |
+/// [...], "required": bool}, "sandbox": null | {"user": null | {"uid", "gid", "groups", "name"},
+/// "allow_perf_events": bool, "required": bool}}. Never throws.
+Json ChildContainmentRequest(const ProcessOptions& options);
+
+/// The inverse of ChildContainmentRequest: sets `options->filesystem_isolation` and `options->sandbox` (a missing
+/// or null part resets it). Throws kf::Error(kInvalidArgument, naming the field) for a malformed request.
+void ParseChildContainmentRequest(const Json& request, ProcessOptions* options);
 
 /// For a termination handler (kf stopped by SIGINT/SIGTERM): SIGKILLs the tree of every RunProcess in
 /// flight, waits up to `wait` until those trees are gone, and from then on parks every thread that calls

@@ -31,6 +31,9 @@ struct PytestCollectOptions {
   std::filesystem::path python_dir;  ///< holds the kernelfoundry package; empty = kf::TaskPythonDir()
   std::chrono::milliseconds timeout{180'000};  ///< wall-clock limit of one collection
   bool eager = false;  ///< plain imports only (no deferred imports; KF_COLLECT_EAGER=1 for the collector)
+  /// task_dir is a copy kf wrote (PytestCollector's, called by DiscoverTests): kf may share it read-only with
+  /// the sandbox user's group (issue 25: the collector runs task code unprivileged), whatever its files' modes.
+  bool own_copy = false;
 };
 
 /// Collects the tests of the task materialised in `task_dir`. Throws kf::Error (file "task.py"):

@@ -77,13 +77,16 @@ struct EvalResult {
   /// The paired timing records and the conditions of the timed run (VariantRun::timing); several archs:
   /// {arch: …}. Empty when nothing was paired.
   Json timing = Json::object();
+  /// How the evaluation's build and test children were isolated (issue 25): {"mode", "filesystem",
+  /// "privileges", "seccomp", "complete"}; null when not recorded (results from the wire, older caches).
+  Json isolation = nullptr;
 
   /// The reference's status string for this result (see ReferenceStatusFor).
   std::string_view ReferenceStatus() const { return ReferenceStatusFor(status); }
   /// Exactly the reference's EvalResult dict: compiled … template_results (no eval_log).
   Json ToReferenceJson() const;
   /// ToReferenceJson() plus "eval_log", "status", "status_detail", "reference_status", "benchmarks",
-  /// "timing".
+  /// "timing", "isolation".
   Json ToJson() const;
 };
 

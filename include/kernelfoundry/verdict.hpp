@@ -73,6 +73,8 @@ enum class EvalStatus {
   kBuildError,               ///< 1: the build failed
   kBuildTimeout,             ///< 1: the build was killed at a time limit
   kExtractionFailed,         ///< 0: the candidate code could not be put into the blocks
+  kIsolationViolation,       ///< 0: the candidate's process made a system call the sandbox forbids (killed by
+                             ///<    SIGSYS: loading a kernel module, kexec, mount, reboot, swap, bpf, raw I/O …)
   kSkipped,                  ///< 0: not evaluated here (e.g. every correctness test was skipped: no device)
   kReferenceFailed,          ///< 0: the reference's own run failed; nothing can be compared
   kEvaluationError,          ///< 0: an exception during evaluation (set by the caller)

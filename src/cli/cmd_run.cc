@@ -3,7 +3,7 @@
 //
 //   kf run TASK [--candidate FILE | --blocks F.json] [--gpu-arch ARCH] [--no-reference] [--db PATH|URL]
 //               [--no-store] [--json OUT] [--keep-workdir] [--profile] [--no-verdict-cache] [-v] [--broker URL]
-//               [--parent UUID] [--lineage JSON|F.json]
+//               [--parent UUID] [--lineage JSON|F.json] [--require-isolation]
 //   kf run TASK --candidates FILE…|DIR [-j N] [--gpu-arch ARCH] [--no-reference] [--db …] [--no-store] [--json OUT]
 //               [--broker URL] [--parent UUID] [--lineage JSON|F.json]
 //
@@ -52,6 +52,7 @@
 #include "cli/load_task.hpp"
 #include "cli/run_common.hpp"
 #include "cli/termination.hpp"
+#include "harness/isolation.hpp"
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/farm.hpp"
@@ -79,7 +80,19 @@ struct RunOptions {
   int parallel = 2;
   std::string parent;   // --parent UUID
   std::string lineage;  // --lineage JSON text or file
+  bool require_isolation = false;
 };
+
+/// --require-isolation (issue 25): KF_ISOLATION=required for every child, and a refusal before anything runs
+/// when a part of the isolation (Landlock, the unprivileged user, seccomp) is missing on this machine.
+void RequireIsolation() {
+  ::setenv("KF_ISOLATION", "required", 1);
+  const ChildIsolation iso = DescribeChildIsolation();
+  if (!iso.Complete()) {
+    throw Error(ErrorKind::kUnsupported, "--require-isolation: build and test children cannot be fully isolated "
+                "here: " + iso.Summary(), "", "--require-isolation");
+  }
+}
 
 /// The lineage of --lineage (inline JSON when its first non-blank character is '{', else a file) and --parent.
 Lineage ReadLineage(const RunOptions& o) {
@@ -214,7 +227,13 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
                   "Lineage columns as a JSON object (inline or a file): parent_uuid, trial, version, prompt, answer, "
                   "language_model, agent_session_id, db_user")
       ->excludes(no_store);
-  cmd->callback([o, exit_code]() { *exit_code = o->candidates.empty() ? RunRun(*o) : RunBatchRun(*o); });
+  cmd->add_flag("--require-isolation", o->require_isolation,
+                "Refuse to run unless build and test children are fully isolated (Landlock, unprivileged user, "
+                "seccomp); same as KF_ISOLATION=required");
+  cmd->callback([o, exit_code]() {
+    if (o->require_isolation) RequireIsolation();
+    *exit_code = o->candidates.empty() ? RunRun(*o) : RunBatchRun(*o);
+  });
 });
 
 }  // namespace kf::cli

@@ -10,11 +10,12 @@
 
 namespace kf {
 
-std::optional<std::string> ReadFileBytes(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+std::optional<std::string> ReadOpened(int fd, bool regular_only) {
   if (fd < 0) return std::nullopt;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode) || (regular_only && !S_ISREG(st.st_mode))) {
     ::close(fd);
     return std::nullopt;
   }
@@ -37,6 +38,16 @@ std::optional<std::string> ReadFileBytes(const std::filesystem::path& path) {
   ::close(fd);
   out.resize(used);
   return out;
+}
+
+}  // namespace
+
+std::optional<std::string> ReadFileBytes(const std::filesystem::path& path) {
+  return ReadOpened(::open(path.c_str(), O_RDONLY | O_CLOEXEC), false);
+}
+
+std::optional<std::string> ReadChildFile(const std::filesystem::path& path) {
+  return ReadOpened(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY), true);
 }
 
 std::string FileStamp(const std::filesystem::path& path) {

@@ -6,6 +6,8 @@
 namespace kf {
 namespace {
 
+constexpr int kSigSys = 31;  // SIGSYS on Linux (x86_64, aarch64): what the sandbox's filter sends
+
 struct ReasonInfo {
   TerminationReason reason;
   const char* name;
@@ -33,7 +35,7 @@ struct StatusInfo {
 };
 
 // One row per status: adding a status is one line (plus its enum value).
-constexpr std::array<StatusInfo, 29> kStatuses = {{
+constexpr std::array<StatusInfo, 30> kStatuses = {{
     {EvalStatus::kNotEvaluated, "not_evaluated", -1},
     {EvalStatus::kCorrect, "correct", 5},
     {EvalStatus::kNoisy, "noisy", 5},
@@ -58,6 +60,7 @@ constexpr std::array<StatusInfo, 29> kStatuses = {{
     {EvalStatus::kBuildError, "build_error", 1},
     {EvalStatus::kBuildTimeout, "build_timeout", 1},
     {EvalStatus::kExtractionFailed, "extraction_failed", 0},
+    {EvalStatus::kIsolationViolation, "isolation_violation", 0},
     {EvalStatus::kSkipped, "skipped", 0},
     {EvalStatus::kReferenceFailed, "reference_failed", 0},
     {EvalStatus::kEvaluationError, "evaluation_error", 0},
@@ -137,6 +140,7 @@ std::string SignalName(int sig) {
     case 15: return "SIGTERM";
     case 24: return "SIGXCPU";
     case 25: return "SIGXFSZ";
+    case 31: return "SIGSYS";
     default: return "signal " + std::to_string(sig);
   }
 }
@@ -148,6 +152,11 @@ std::optional<Classification> ClassifyTermination(TerminationReason reason, int 
     case TerminationReason::kExited:
     case TerminationReason::kEndMarkerGrace: return std::nullopt;
     case TerminationReason::kSignaled:
+      if (-returncode == kSigSys) {  // the sandbox's system-call filter (issue 25)
+        return Classification{EvalStatus::kIsolationViolation,
+                              "test process killed by SIGSYS: it made a system call the sandbox forbids (loading a "
+                              "kernel module, kexec, mount, reboot, swap, bpf, raw I/O or setting the clock)" + note};
+      }
       return Classification{EvalStatus::kCrash, "test process killed by " + SignalName(-returncode) + note};
     case TerminationReason::kWallTimeout: return Classification{EvalStatus::kTestTimeout, "test timed out" + note};
     case TerminationReason::kInactivity:

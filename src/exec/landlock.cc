@@ -2,6 +2,7 @@
 // (include/uapi/linux/landlock.h); newer ones are defined here when the build machine's header predates them.
 #include "exec/landlock.hpp"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
 
 namespace kf::exec_internal {
 namespace {
@@ -62,7 +64,33 @@ std::string LandlockDescription(int abi) {
   return std::string("unavailable: landlock_create_ruleset: ") + std::strerror(-abi);
 }
 
-bool MakeLandlockPlan(int abi, const std::vector<std::string>& writable, LandlockPlan* plan) {
+const SystemPaths& SystemReadablePaths() {
+  static const SystemPaths paths = [] {
+    SystemPaths p;
+    // Programs, libraries, compilers (/usr/local/cuda, /opt/rocm …), configuration (secrets there are
+    // protected by their modes: the sandbox user is not root), /proc (other processes' entries are guarded by
+    // the kernel's ptrace checks, which Landlock and the uid switch make fail) and the /sys parts that
+    // device detection, cgroup-aware thread counts and huge-page settings read.
+    p.read = {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/proc",
+              "/sys/devices", "/sys/bus", "/sys/class", "/sys/dev", "/sys/module", "/sys/fs/cgroup",
+              "/sys/kernel/mm", "/run/udev"};
+    p.devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                 "/dev/dri", "/dev/kfd", "/dev/accel", "/dev/nvidia-caps"};
+    if (DIR* d = opendir("/dev")) {
+      while (dirent* e = readdir(d)) {
+        if (std::strncmp(e->d_name, "nvidia", 6) == 0 && std::strcmp(e->d_name, "nvidia-caps") != 0) {
+          p.devices.push_back(std::string("/dev/") + e->d_name);
+        }
+      }
+      closedir(d);
+    }
+    return p;
+  }();
+  return paths;
+}
+
+bool MakeLandlockPlan(int abi, const std::vector<std::string>& writable, const std::vector<std::string>* readable,
+                      LandlockPlan* plan) {
   *plan = LandlockPlan{};
   if (abi < 1) return true;
   plan->abi = abi;
@@ -73,8 +101,18 @@ bool MakeLandlockPlan(int abi, const std::vector<std::string>& writable, Landloc
     plan->rules[plan->n_rules++] = {path, access & plan->handled_fs};
     return true;
   };
-  add("/", kRead);
-  add("/dev", kRead | LANDLOCK_ACCESS_FS_WRITE_FILE | kTruncate | kIoctlDev);
+  constexpr uint64_t kDevice = kRead | LANDLOCK_ACCESS_FS_WRITE_FILE | kTruncate | kIoctlDev;
+  if (readable == nullptr) {
+    add("/", kRead);
+    add("/dev", kDevice);
+  } else {
+    const SystemPaths& system = SystemReadablePaths();
+    for (const std::string& r : system.read) add(r.c_str(), kRead);
+    for (const std::string& d : system.devices) add(d.c_str(), kDevice);
+    for (const std::string& r : *readable) {
+      if (!add(r.c_str(), kRead)) return false;
+    }
+  }
   add("/dev/shm", AllRights(abi));
   for (const std::string& w : writable) {
     if (!add(w.c_str(), AllRights(abi))) return false;
@@ -82,7 +120,8 @@ bool MakeLandlockPlan(int abi, const std::vector<std::string>& writable, Landloc
   return true;
 }
 
-int ApplyLandlock(const LandlockPlan& plan) {
+int PrepareLandlock(const LandlockPlan& plan, int* ruleset_fd) {
+  *ruleset_fd = -1;
   if (plan.abi < 1) return 0;
   RulesetAttr attr{plan.handled_fs, 0, plan.scoped};
   const size_t size = plan.abi >= 6 ? sizeof(RulesetAttr) : plan.abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
@@ -109,13 +148,26 @@ int ApplyLandlock(const LandlockPlan& plan) {
       return err;
     }
   }
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || syscall(SYS_landlock_restrict_self, rfd, 0U) != 0) {
-    int err = errno;
-    close(rfd);
-    return err;
-  }
-  close(rfd);
+  *ruleset_fd = rfd;
   return 0;
+}
+
+int RestrictLandlock(int ruleset_fd) {
+  if (ruleset_fd < 0) return 0;
+  int err = 0;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || syscall(SYS_landlock_restrict_self, ruleset_fd, 0U) != 0) {
+    err = errno;
+  }
+  close(ruleset_fd);
+  return err;
+}
+
+uint64_t LandlockFileRights() { return kFileRights; }
+
+int ApplyLandlock(const LandlockPlan& plan) {
+  int fd = -1;
+  if (int err = PrepareLandlock(plan, &fd); err != 0) return err;
+  return RestrictLandlock(fd);
 }
 
 }  // namespace kf::exec_internal

@@ -41,6 +41,7 @@ Json ProcessRun::ToJson() const {
   j["network_isolated"] = network_isolated;
   j["network_note"] = network_note;
   j["isolation"] = isolation;
+  j["sandbox"] = sandbox;
   j["limits"] = Json::object();
   for (const auto& [k, v] : limits) j["limits"][k] = v;
   j["notes"] = notes;

@@ -126,24 +126,26 @@ void IsolateNetwork(int* ns_err, int* lo_err) {
   _exit(127);
 }
 
-/// The main child: containment (ContainSelf: session, cgroups, limits, Landlock), stdio, cwd, exec. Never
-/// returns. `in_v2_cgroup`: the child was created in the v2 leaf already (clone3 CLONE_INTO_CGROUP), so it does
-/// not write its cgroup.procs.
+/// The main child: stdio, cwd, containment (ContainSelf: session, cgroups, limits, Landlock, privileges, seccomp),
+/// exec. Never returns. `in_v2_cgroup`: the child was created in the v2 leaf already (clone3 CLONE_INTO_CGROUP), so
+/// it does not write its cgroup.procs.
 [[noreturn]] void ChildExec(const ShepherdPlan& plan, pid_t shepherd, bool in_v2_cgroup) {
   sigset_t empty;
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != shepherd) _exit(127);
-  ChildContainment contain = plan.contain;  // plain data: a copy is a memcpy
-  if (in_v2_cgroup) contain.v2_join_file = nullptr;
-  SpawnStage stage = SpawnStage::kSession;
-  if (int err = ContainSelf(contain, &stage); err != 0) ChildFail(stage, err);
+  // stdio and the working directory first, with the runner's rights (the sandbox user may not reach the path of
+  // its work dir; issue 25); then the containment, whose last steps drop those rights.
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(kOutFd, 1) < 0 || dup2(kErrFd, 2) < 0) {
     ChildFail(SpawnStage::kStdio, errno);
   }
   if (plan.cwd != nullptr && chdir(plan.cwd) != 0) ChildFail(SpawnStage::kChdir, errno);
+  ChildContainment contain = plan.contain;  // plain data: a copy is a memcpy
+  if (in_v2_cgroup) contain.v2_join_file = nullptr;
+  SpawnStage stage = SpawnStage::kSession;
+  if (int err = ContainSelf(contain, &stage); err != 0) ChildFail(stage, err);
   if (plan.result_fd >= 0) {  // keep the result pipe at kResFd (dup2 left it inheritable)
     close(kOutFd);
     close(kErrFd);

@@ -22,6 +22,7 @@
 #include "exec/landlock.hpp"
 #include "exec/live_runs.hpp"
 #include "exec/run_state.hpp"
+#include "exec/seccomp.hpp"
 #include "exec/shepherd.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/process.hpp"
@@ -92,8 +93,7 @@ class Runner {
   std::vector<std::string> args_, env_, join_files_;
   std::string path_, cwd_, kill_file_, procs_file_, v2_join_file_, v2_dir_;
   std::vector<RlimitSetting> rlimits_;
-  std::vector<std::string> writable_;
-  LandlockPlan landlock_;
+  std::optional<ChildPolicy> policy_;  ///< Landlock, privileges, seccomp (ChildContainment points into it)
 };
 
 void Runner::Run() {
@@ -183,19 +183,12 @@ bool Runner::Prepare() {
   if (rlimits_.size() > ChildContainment::kMaxRlimits || join_files_.size() > ChildContainment::kMaxJoinFiles) {
     throw Error(ErrorKind::kInternal, "too many limits");
   }
-  if (o_.filesystem_isolation) {
-    const int abi = LandlockAbi();
-    run_->isolation = LandlockDescription(abi);
-    if (abi < 1 && o_.filesystem_isolation->required) {
-      st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": filesystem isolation is required but " +
-                        run_->isolation;
-      return false;
-    }
-    for (const auto& p : o_.filesystem_isolation->writable_paths) writable_.push_back(p.string());
-    if (!MakeLandlockPlan(abi, writable_, &landlock_)) {
-      throw Error(ErrorKind::kInvalidArgument, "too many writable paths for filesystem isolation", "",
-                  "filesystem_isolation.writable_paths");
-    }
+  policy_.emplace(o_.filesystem_isolation, o_.sandbox);
+  run_->isolation = policy_->Isolation();
+  run_->sandbox = policy_->Sandbox();
+  if (!policy_->Refusal().empty()) {
+    st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": " + policy_->Refusal();
+    return false;
   }
   return true;
 }
@@ -241,7 +234,7 @@ void Runner::Spawn() {
   contain.v2_join_file = v2_join_file_.empty() ? nullptr : v2_join_file_.c_str();
   for (const auto& f : join_files_) contain.join_files[contain.n_join_files++] = f.c_str();
   for (const auto& r : rlimits_) contain.rlimits[contain.n_rlimits++] = r;
-  contain.landlock = landlock_;
+  policy_->ApplyTo(&contain);
   plan.v2_dir = v2_dir_.empty() ? nullptr : v2_dir_.c_str();
   plan.cgroup_kill = kill_file_.empty() ? nullptr : kill_file_.c_str();
   plan.cgroup_procs = procs_file_.empty() ? nullptr : procs_file_.c_str();
@@ -479,6 +472,15 @@ void Runner::Finish() {
 }  // namespace exec_internal
 
 std::string FilesystemIsolationSupport() { return exec_internal::LandlockDescription(exec_internal::LandlockAbi()); }
+
+std::string SeccompSupport() { return exec_internal::SeccompDescription(); }
+
+std::vector<std::string> SandboxSystemPaths() {
+  const exec_internal::SystemPaths& system = exec_internal::SystemReadablePaths();
+  std::vector<std::string> out = system.read;
+  out.insert(out.end(), system.devices.begin(), system.devices.end());
+  return out;
+}
 
 ProcessRun RunProcess(const ProcessOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {

@@ -171,8 +171,12 @@ ProcessOptions TestProcessOptions(const TestRequest& req) {
   o.stop = req.stop;
   o.result_pipe = true;
   // Issue 10: a test run writes only a fresh private directory; the task tree (with the reference's
-  // artifacts) and everything else stay read-only to the candidate.
-  IsolateChild(o, {}, FreshRunDir(req.work_dir, "run_" + req.variant.key + "_"));
+  // artifacts) and everything else stay read-only to the candidate. Issue 25: it reads only the task tree (shared
+  // read-only with the sandbox user's group), the task-side resources and the system; the work dir is
+  // traversable, not listable, for that group.
+  OpenToChildren(req.work_dir);
+  ShareWithChildren(req.task_dir);
+  IsolateChild(o, {}, FreshRunDir(req.work_dir, "run_" + req.variant.key + "_"), {req.task_dir});
   return o;
 }
 
@@ -187,7 +191,9 @@ ProcessOptions BuildProcessOptions(const BuildRequest& req) {
   o.on_line = req.on_line;
   o.stop = req.stop;
   // Issue 10: a build writes only its own work dir (task tree, inputs, outputs, its private temp dir).
-  IsolateChild(o, {req.work_dir}, req.work_dir / "tmp");
+  // Issue 25: and reads only that, the task-side resources, what the stage names (precompiled headers) and
+  // the system.
+  IsolateChild(o, {req.work_dir}, req.work_dir / "tmp", req.readable);
   return o;
 }
 

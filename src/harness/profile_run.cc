@@ -11,6 +11,7 @@
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "harness/harness_internal.hpp"
+#include "harness/isolation.hpp"
 #include "harness/test_report.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/profile.hpp"
@@ -163,7 +164,7 @@ ProcessResult RunPerfPass(const Harness& harness, const ProfileRequest& req, Pro
   ProcessRun run = RunProcess(o);
   PassCheck check = CheckPassRun(harness, run, req.test);
   ProcessResult r = PassResult(run, check);
-  const std::optional<std::string> read = ReadFileBytes(csv);
+  const std::optional<std::string> read = ReadChildFile(csv);
   const bool ok = read.has_value();
   const std::string text = read.value_or("");
   Json data = Json::object();
@@ -206,7 +207,7 @@ ProcessResult RunNcuPass(const Harness& harness, const ProfileRequest& req, Proc
   o.env_add["KERNELFOUNDRY_PROFILER"] = "ncu";
   ProcessRun run = RunProcess(o);
   ProcessResult r = PassResult(run, CheckPassRun(harness, run, req.test));
-  const std::optional<std::string> read = ReadFileBytes(report);
+  const std::optional<std::string> read = ReadChildFile(report);
   const bool ok = read.has_value();
   const std::string text = read.value_or("");
   if (!ok || Trim(text).empty()) {
@@ -240,7 +241,7 @@ ProcessResult RunNsysPass(const Harness& harness, const ProfileRequest& req, Pro
   stats.cwd = dir;
   stats.wall_timeout = o.wall_timeout;
   ProcessRun s = RunProcess(stats);
-  const std::optional<std::string> read = ReadFileBytes(dir / "nsys_cuda_gpu_kern_sum.csv");
+  const std::optional<std::string> read = ReadChildFile(dir / "nsys_cuda_gpu_kern_sum.csv");
   const bool ok = read.has_value();
   const std::string text = read.value_or("");
   if (!ok) {
@@ -320,7 +321,8 @@ std::vector<std::pair<std::string, ProcessResult>> RunProfilerPasses(const Harne
     // The profiler runs inside the test run's filesystem isolation (Landlock covers the whole child tree,
     // the tool included): its output directory (perf's control FIFOs and CSV, ncu's and nsys's reports) is
     // writable to it, like the run's own private directory. Nothing there decides a verdict.
-    if (base->filesystem_isolation) base->filesystem_isolation->writable_paths.push_back(dir);
+    AddWritable(*base, dir);
+    if (base->sandbox) base->sandbox->allow_perf_events = true;  // what the profilers count with (issue 25)
     if (name == "perf") {
       out.emplace_back(key, RunPerfPass(harness, request, std::move(*base), dir));
     } else if (name == "ncu") {

@@ -10,6 +10,8 @@
 #include "core/files.hpp"
 #include "core/sha256.hpp"
 #include "core/strings.hpp"
+#include "core/temp_dir.hpp"
+#include "harness/isolation.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/process.hpp"
@@ -115,6 +117,8 @@ TestLists ParseCollectOutput(const std::string& stdout_text, const std::string& 
 namespace {
 
 // One run of the collector; `eager` turns off its deferred imports (KF_COLLECT_EAGER=1).
+// The collector imports task.py: task code, isolated like every build and test child (issue 25) — it reads the
+// task tree, our package and the system, writes only a private temp dir, and runs unprivileged.
 ProcessRun RunCollector(const std::filesystem::path& task_dir, const PytestCollectOptions& options, bool eager) {
   ProcessOptions p;
   p.argv = {options.python.string(), "-m", "kernelfoundry.collect", task_dir.string()};
@@ -124,6 +128,9 @@ ProcessRun RunCollector(const std::filesystem::path& task_dir, const PytestColle
   p.wall_timeout = options.timeout;
   p.output_cap_bytes = 16u << 20;
   if (eager) p.env_add["KF_COLLECT_EAGER"] = "1";
+  TempDir tmp({}, "kf_collect_");
+  if (options.own_copy) ShareWithChildren(task_dir);  // whatever its files' modes
+  IsolateChild(p, {}, tmp.path(), {task_dir, PythonDir(options)});  // PythonDir: options may name another
   return RunProcess(p);
 }
 
@@ -186,7 +193,9 @@ TestCollector PytestCollector(const PytestCollectOptions& options) {
   TestCollector c;
   c.name = "pytest";
   c.cache_salt = h.HexDigest();
-  c.collect = [options](const std::filesystem::path& dir) { return CollectPytestTests(dir, options); };
+  PytestCollectOptions own = options;
+  own.own_copy = true;  // DiscoverTests hands the collector a copy of its own
+  c.collect = [own](const std::filesystem::path& dir) { return CollectPytestTests(dir, own); };
   return c;
 }
 

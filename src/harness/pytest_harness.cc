@@ -74,7 +74,7 @@ class PytestHarness final : public Harness {
       out.result.result = r;
       return out;
     };
-    const std::optional<std::string> text = ReadFileBytes(output);
+    const std::optional<std::string> text = ReadChildFile(output);  // the child wrote it: no symlink, no FIFO
     if (!text) return fail("the build target wrote no " + output.filename().string());
     Json doc;
     try {

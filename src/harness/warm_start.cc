@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,7 +41,7 @@ constexpr const char* kPerRunNames[] = {"TMPDIR",          "TMP",           "TEM
                                         "XDG_CACHE_HOME",  "POCL_CACHE_DIR", "TORCH_EXTENSIONS_DIR",
                                         "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH",
                                         "MPLCONFIGDIR",    "KERNELFOUNDRY_TEST", "KF_BUILD_DEADLINE",
-                                        "KF_TORCH_PCH_REQUESTS"};
+                                        "KF_TORCH_PCH_REQUESTS", "HOME"};
 
 constexpr std::chrono::seconds kReadyTimeout{60};
 
@@ -119,10 +120,14 @@ void Start(Zygote& z, const std::string& python, std::map<std::string, std::stri
     return;
   }
   z.dir = tmpl;
+  // Clients run as the sandbox user (issue 25): they may reach the socket, not list the directory.
+  ::chmod(z.dir.c_str(), 0711);
   std::error_code ec;
   fs::create_directories(z.dir / "tmp", ec);
   for (const char* name : kPerRunNames) env.erase(name);
-  for (const char* name : {"TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME", "MPLCONFIGDIR"}) env[name] = (z.dir / "tmp").string();
+  for (const char* name : {"TMPDIR", "TMP", "TEMP", "XDG_CACHE_HOME", "MPLCONFIGDIR", "HOME"}) {
+    env[name] = (z.dir / "tmp").string();
+  }
   // The zygote itself is host side (kernelfoundry.zygote, kernelfoundry._contain): the host directory goes last on
   // its path, after the run's (the task side first, so that its package is the one imported). Its workers drop it
   // before they run anything of the task (zygote.py), as they take their client's environment.
@@ -286,13 +291,10 @@ std::string UseWarmStart(ProcessOptions& o) {
   Json registration = Json::object();
   registration["token"] = Token();
   registration["argv"] = o.argv;
-  Json writable = Json::array();
-  if (o.filesystem_isolation) {
-    for (const fs::path& p : o.filesystem_isolation->writable_paths) writable.push_back(p.string());
-  }
-  registration["writable"] = writable;
-  registration["required"] = o.filesystem_isolation && o.filesystem_isolation->required;
-  registration["landlock"] = o.filesystem_isolation.has_value();
+  // The run's child-side containment request (Landlock with its read allow-list, the sandbox user, the seccomp
+  // filter; issue 25): the worker makes the same plan from it as the process runner makes for the client
+  // (kernelfoundry._contain -> ChildPolicy, ContainSelf) after taking the client's cgroups and limits.
+  registration["contain"] = ChildContainmentRequest(o);
   const std::string line = DumpJson(registration) + "\n";
 
   Zygotes& all = AllZygotes();

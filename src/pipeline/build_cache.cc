@@ -284,6 +284,9 @@ std::string Cache::Store(const std::string& key, const BuildResult& result) cons
   std::error_code ec;
   fs::create_directories(root_, ec);
   if (ec) return "cannot create " + root_.string() + ": " + ec.message();
+  // kf's alone (issue 25): no sandboxed child reads another task's builds.
+  ::chmod(root_.parent_path().c_str(), 0700);
+  ::chmod(root_.c_str(), 0700);
   Json j = Json::object();
   j["format"] = kFormat;
   j["key"] = key;

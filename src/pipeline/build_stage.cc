@@ -215,9 +215,13 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
   // Precompiled torch headers (torch_pch.hpp): the child may use published ones and asks for missing ones.
   std::optional<fs::path> pch_root;
   const fs::path pch_requests = req.work_dir / "kf_pch_requests";
+  std::string pch_unusable;
   if (use_pch && cache_dir->usable()) {
-    pch_root = torch_pch::Root(cache_dir->path);
-    torch_pch::AddBuildEnv(req.env, *pch_root, pch_requests);
+    pch_root = torch_pch::RootForChildren(cache_dir->path, &pch_unusable);
+    if (pch_root) {
+      torch_pch::AddBuildEnv(req.env, *pch_root, pch_requests);
+      req.readable.push_back(*pch_root);  // read-only to the child (issue 25: it reads nothing else of the cache)
+    }
   }
   BuildRun run;
   try {
@@ -232,6 +236,9 @@ BuildRun BuildOne(const Harness& harness, const Task& task, BuildTarget target, 
     return emit(InfrastructureRun("the build could not be started: " + why, run.result.result));
   }
   NameBuildLimit(run, limits, task.config);
+  if (!pch_unusable.empty() && run.result.result) {
+    run.result.result->stdout_text += "\nkf: precompiled torch headers not used: " + pch_unusable + "\n";
+  }
   if (pch_root && run.reason == TerminationReason::kExited && run.result.result) {
     // Built after the compile, still under the build slot (never beside a timed phase).
     for (const std::string& note : torch_pch::BuildRequested(*pch_root, pch_requests, limits.build_timeout,
@@ -275,17 +282,31 @@ EvalResult InfrastructureErrorResult(const std::string& what, const std::optiona
 }
 
 void NoteIsolation(EvalResult& result) {
-  std::string status;
+  ChildIsolation iso;
   try {
-    status = ChildIsolationStatus();
+    iso = DescribeChildIsolation();
   } catch (const Error& e) {
-    status = std::string("unknown: ") + e.what();
+    iso.mode = "error";
+    iso.filesystem = iso.privileges = iso.seccomp = std::string("unknown: ") + e.what();
   }
-  if (status.rfind("landlock", 0) == 0) return;
-  const std::string note = "filesystem isolation of build and test children: " + status +
-                           " (candidate code could write outside its work dir)";
-  result.eval_log += "\nNote: " + note + "\n";
-  result.status_detail += (result.status_detail.empty() ? "" : "; ") + note;
+  result.isolation = iso.ToJson();
+  if (iso.Complete()) return;
+  std::vector<std::string> notes;
+  if (iso.mode == "off" || iso.filesystem.rfind("landlock", 0) != 0) {
+    notes.push_back("filesystem isolation of build and test children: " +
+                    (iso.mode == "off" ? iso.Summary() : iso.filesystem) +
+                    " (candidate code could write outside its work dir and read what kf's user can)");
+  }
+  if (iso.mode != "off" && iso.seccomp.rfind("seccomp filter", 0) != 0) {
+    notes.push_back("system-call filter of build and test children: " + iso.seccomp);
+  }
+  if (iso.mode != "off" && iso.privileges.rfind("uid ", 0) != 0) {
+    notes.push_back("privileges of build and test children: " + iso.privileges);
+  }
+  for (const std::string& note : notes) {
+    result.eval_log += "\nNote: " + note + "\n";
+    result.status_detail += (result.status_detail.empty() ? "" : "; ") + note;
+  }
 }
 
 BuildPlan PlanBuilds(const Task& task, const HarnessDescriptor& kind, bool test_candidate, bool test_reference,

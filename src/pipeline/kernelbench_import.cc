@@ -16,6 +16,7 @@
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "core/temp_dir.hpp"
+#include "harness/isolation.hpp"
 #include "kernelfoundry/process.hpp"
 #include "pipeline/kernelbench_templates.hpp"
 
@@ -208,11 +209,6 @@ Json IntrospectKernelBenchProblem(const std::string& problem_source, const std::
                                   std::chrono::milliseconds timeout) {
   TempDir tmp({}, "kf-kernelbench-");
   const fs::path& dir = tmp.path();
-  {
-    std::ofstream f(dir / "problem.py", std::ios::binary);
-    f << problem_source;
-    if (!f) throw Error(ErrorKind::kIO, "cannot write the problem copy", (dir / "problem.py").string());
-  }
   ProcessOptions po;
   po.argv = {python, "-c", std::string(kernelbench::kIntrospectScript), dir.string()};
   po.cwd = dir;
@@ -220,6 +216,13 @@ Json IntrospectKernelBenchProblem(const std::string& problem_source, const std::
   po.memory_limit_bytes = uint64_t{8} << 30;
   po.env_add["PYTHONDONTWRITEBYTECODE"] = "1";
   po.env_add["OMP_NUM_THREADS"] = "1";
+  // The problem's code runs isolated like task code (issue 25): `dir` is its private, writable directory.
+  IsolateChild(po, {}, dir);
+  {
+    std::ofstream f(dir / "problem.py", std::ios::binary);
+    f << problem_source;
+    if (!f) throw Error(ErrorKind::kIO, "cannot write the problem copy", (dir / "problem.py").string());
+  }
   ProcessRun run = RunProcess(po);
   const ProcessResult& r = run.result;
   std::string tail = r.stderr_text.size() > 4000 ? r.stderr_text.substr(r.stderr_text.size() - 4000) : r.stderr_text;

@@ -146,6 +146,7 @@ Json EvalResult::ToJson() const {
   }
   j["benchmarks"] = std::move(rows);
   j["timing"] = timing;
+  j["isolation"] = isolation;
   return j;
 }
 
@@ -560,7 +561,14 @@ EvalResult BuildFailureResult(const ProcessResult& build, std::optional<Terminat
   r.eval_log = (timeout ? "The build timed out" : "The code failed to compile") +
                (msg.empty() ? std::string() : " (" + msg + ")") + ":\n" +
                PostprocessCompilerOutput(build.stdout_text + "\n" + build.stderr_text, project_dir);
-  SetStatus(r, timeout ? EvalStatus::kBuildTimeout : EvalStatus::kBuildError, std::move(detail));
+  // A build killed by SIGSYS made a system call the sandbox forbids (issue 25): named, not a compile error.
+  const bool violation = reason == TerminationReason::kSignaled && build.returncode == -31;
+  if (violation) {
+    detail = "the build was killed by SIGSYS: it made a system call the sandbox forbids (loading a kernel module, "
+             "kexec, mount, reboot, swap, bpf, raw I/O or setting the clock)";
+  }
+  SetStatus(r, violation ? EvalStatus::kIsolationViolation : timeout ? EvalStatus::kBuildTimeout : EvalStatus::kBuildError,
+            std::move(detail));
   return r;
 }
 

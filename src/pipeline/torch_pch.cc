@@ -1,9 +1,12 @@
 // Precompiled torch headers, the trusted half (torch_pch.hpp).
 #include "pipeline/torch_pch.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <regex>
 #include <sstream>
 
@@ -29,7 +32,7 @@ std::string ReadKeyFile(const fs::path& p) {
   std::error_code ec;
   const auto size = fs::file_size(p, ec);
   if (ec || size > 100) return "";
-  return std::string(Trim(ReadFileBytes(p).value_or("")));
+  return std::string(Trim(ReadChildFile(p).value_or("")));
 }
 
 // The last line of a helper's output that says something (for a failure's note).
@@ -69,7 +72,7 @@ std::string BuildOne(const fs::path& root, const fs::path& request, const std::s
   o.no_network = true;
   std::string note;
   try {
-    IsolateChild(o, {out}, tmp);
+    IsolateChild(o, {out}, tmp, {request.parent_path()});
     const ProcessRun run = RunProcess(o);
     const std::string key = ReadKeyFile(out / "key");
     if (run.reason != TerminationReason::kExited || run.result.returncode != 0 || !IsKey(key)) {
@@ -77,6 +80,7 @@ std::string BuildOne(const fs::path& root, const fs::path& request, const std::s
                          run.reason == TerminationReason::kExited ? "" : ", " + run.result.message.value_or(""),
                          LastLine(run.result));
     } else {
+      TakeBackFromChildren(out);  // published for every later build: no child may change it (issue 25)
       fs::rename(out, root / key, ec);  // fails when the entry exists (built by another kf meanwhile): fine
       note = ec ? fmt::format("precompiled torch header {} exists already", key.substr(0, 16))
                 : fmt::format("precompiled torch header {} built in {:.1f} s for later builds", key.substr(0, 16),
@@ -101,6 +105,40 @@ fs::path Root(const fs::path& cache_dir) {
   const char* shared = std::getenv("KF_TORCH_PCH_DIR");
   if (shared != nullptr && *shared != '\0') return fs::absolute(shared);
   return cache_dir / "pch" / "v1";
+}
+
+std::optional<fs::path> RootForChildren(const fs::path& cache_dir, std::string* why) {
+  const fs::path in_cache = Root(cache_dir);
+  std::error_code ec;
+  if (!ChildCannotReach(in_cache)) {
+    fs::create_directories(in_cache, ec);
+    ::chmod((cache_dir / "pch").c_str(), 0755);  // the entries are kf's; reading them is the point
+    ::chmod(in_cache.c_str(), 0755);
+    return in_cache;
+  }
+  const fs::path shared = fs::temp_directory_path(ec) / fmt::format("kernelfoundry-pch-{}", ::geteuid());
+  if (ec) {
+    *why = "no temp directory: " + ec.message();
+    return std::nullopt;
+  }
+  if (::mkdir(shared.c_str(), 0755) != 0 && errno != EEXIST) {
+    *why = fmt::format("cannot create {}: {}", shared.string(), std::strerror(errno));
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::lstat(shared.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    *why = shared.string() + " is not a directory of ours that only we can write";
+    return std::nullopt;
+  }
+  ::chmod(shared.c_str(), 0755);
+  fs::create_directories(shared / "v1", ec);
+  ::chmod((shared / "v1").c_str(), 0755);
+  if (auto unreachable = ChildCannotReach(shared / "v1")) {
+    *why = *unreachable;
+    return std::nullopt;
+  }
+  return shared / "v1";
 }
 
 void AddBuildEnv(std::map<std::string, std::string>& env, const fs::path& root, const fs::path& requests) {

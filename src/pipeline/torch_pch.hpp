@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -25,6 +26,12 @@ bool Enabled();
 /// Where published PCHs live: $KF_TORCH_PCH_DIR when set (one directory several caches share, e.g. the test
 /// suite's: a PCH is keyed by compiler, torch, Python and flags, never by a task), else <cache_dir>/pch/v1.
 std::filesystem::path Root(const std::filesystem::path& cache_dir);
+
+/// Where build children find published PCHs: Root(cache_dir) when the sandbox user can reach it (issue 25;
+/// always when children keep kf's uid), else a shared directory <system temp dir>/kernelfoundry-pch-<uid>/v1
+/// (mode 0755, accepted only when it is a real directory owned by us that nobody else can write). Created
+/// readable for everyone, its entries are owned by kf. nullopt (and *why) when neither is usable.
+std::optional<std::filesystem::path> RootForChildren(const std::filesystem::path& cache_dir, std::string* why);
 
 /// Adds what a build child needs: KF_TORCH_PCH_DIR (= root, read-only to it) and KF_TORCH_PCH_REQUESTS
 /// (= `requests`, a directory inside its own work dir).

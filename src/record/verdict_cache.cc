@@ -188,6 +188,7 @@ std::optional<Json> ReadEntry(const std::filesystem::path& cache_dir, const std:
 bool WriteEntry(const std::filesystem::path& cache_dir, const std::string& key, const Json& entry) {
   const std::filesystem::path path = EntryPath(cache_dir, key);
   std::filesystem::create_directories(path.parent_path());
+  ::chmod(path.parent_path().c_str(), 0700);  // kf's alone: no sandboxed child may read verdicts (issue 25)
   std::random_device rd;
   const std::filesystem::path tmp = path.string() + fmt::format(".tmp.{:08x}{:08x}", rd(), rd());
   {
@@ -305,6 +306,7 @@ EvalResult EvalResultFromJson(const Json& j) {
       r.benchmarks.push_back(std::move(row));
     }
     r.timing = j.contains("timing") ? j["timing"] : Json::object();
+    r.isolation = j.contains("isolation") ? j["isolation"] : Json(nullptr);
   } catch (const Json::exception& e) {
     throw Error(ErrorKind::kParse, std::string("malformed EvalResult: ") + e.what(), "<verdict cache>");
   }

@@ -1,6 +1,9 @@
 // The SQLite backend (see sqlite_store.hpp).
 #include "store/sqlite_store.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -112,6 +115,12 @@ std::unique_ptr<Store> OpenSqliteStore(const std::filesystem::path& path, const 
       throw Error(ErrorKind::kIO, "cannot create the directory for the database: " + ec.message(),
                   path.parent_path().string());
     }
+  }
+  if (!options.read_only && !std::filesystem::exists(path, ec)) {
+    // A new database is the evaluating user's alone (issue 25: every stored candidate's code, prompts, logs);
+    // SQLite gives its -wal and -shm files the same mode. An empty file is an empty database.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) ::close(fd);
   }
   auto conn = std::make_unique<SqliteConnection>(path, options);
   if (!options.read_only) {

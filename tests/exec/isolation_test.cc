@@ -22,7 +22,7 @@ bool Supported() { return FilesystemIsolationSupport().rfind("landlock", 0) == 0
 
 ProcessOptions Isolated(const std::string& script, const std::filesystem::path& writable) {
   ProcessOptions o = Sh(script);
-  o.filesystem_isolation = FilesystemIsolation{{writable}, false};
+  o.filesystem_isolation = FilesystemIsolation{{writable}, false, std::nullopt};
   return o;
 }
 

@@ -99,7 +99,7 @@ TEST(HardeningBuildLimitsE2E, ASleepingCompilerEndsAtTheTasksBuildTimeoutNamingI
   ReplaceInFile(task / "config.yaml", "build_timeout: 240", "build_timeout: 8");
   const fs::path cxx = tmp.path() / "slow-c++";
   WriteFile(cxx, "#!/bin/sh\nsleep 130\nexec c++ \"$@\"\n");
-  fs::permissions(cxx, fs::perms::owner_all);
+  fs::permissions(cxx, fs::perms(0755));  // the sandbox user (issue 25) runs it
   KfRunResult r = KfRun(tmp.path(), task, ExamplePath("candidates", "bias_relu") / "fast.cpp",
                         "CXX=" + Q(cxx.string()), "--no-store --no-reference");
   ASSERT_TRUE(r.json.is_object()) << Why(r);
@@ -122,7 +122,7 @@ TEST(HardeningBuildLimitsE2E, ABusyCompilerSilentForLongerThanTheInactivityLimit
   WriteFile(cxx, "#!/bin/sh\ncase \" $* \" in *\" -c \"*)\n"
                  "  end=$(( $(date +%s) + 45 )); while [ $(date +%s) -lt $end ]; do echo working; done >/dev/null;;\n"
                  "esac\nexec c++ \"$@\"\n");
-  fs::permissions(cxx, fs::perms::owner_all);
+  fs::permissions(cxx, fs::perms(0755));  // the sandbox user (issue 25) runs it
   KfRunResult r = KfRun(tmp.path(), task, ExamplePath("candidates", "bias_relu") / "fast.cpp",
                         "CXX=" + Q(cxx.string()), "--no-store --no-reference");
   ASSERT_TRUE(r.json.is_object()) << Why(r);

@@ -50,7 +50,7 @@ TEST(EvalStatus, NamesPerfScoresAndReferenceStrings) {
       {EvalStatus::kBuildTimeout, 1},     {EvalStatus::kExtractionFailed, 0},  {EvalStatus::kSkipped, 0},
       {EvalStatus::kReferenceFailed, 0},  {EvalStatus::kEvaluationError, 0},  {EvalStatus::kNoisy, 5},
       {EvalStatus::kOutputChangedUnderTiming, 4}, {EvalStatus::kInputMutated, 3}, {EvalStatus::kSuspicious, 2},
-      {EvalStatus::kInfrastructureError, 0}, {EvalStatus::kCanceled, 0}};
+      {EvalStatus::kInfrastructureError, 0}, {EvalStatus::kCanceled, 0}, {EvalStatus::kIsolationViolation, 0}};
   std::set<std::string_view> names;
   for (const auto& [status, perf] : all) {
     std::string_view name = EvalStatusName(status);

@@ -98,9 +98,9 @@ TEST(TaskSdkBuildFailure, TheResultDocumentCarriesBuildErrorWithTheLogCapped) {
   std::vector<std::string> args = {"prog", "--kf-run", "--kf-select=correctness", arg};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   int rc = sdk::Main(static_cast<int>(argv.size()), argv.data());
-  testing::internal::GetCapturedStdout();
+  ::testing::internal::GetCapturedStdout();
   std::string text;
   char buf[65536];
   ::lseek(::fileno(doc_file), 0, SEEK_SET);

@@ -95,9 +95,17 @@ class Zygote:
         theirs.close()
         self.ready = self.proc.stdout.readline().decode()
 
-    def register(self, token: str, argv: list[str], writable: list[str], landlock: bool = True) -> None:
-        self.control.sendall((json.dumps({"token": token, "argv": argv, "writable": writable, "required": False,
-                                          "landlock": landlock}) + "\n").encode())
+    def register(self, token: str, argv: list[str], writable: list[str], landlock: bool = True,
+                 user: dict | None = None) -> None:
+        """Registers a run as kf does (kf::ChildContainmentRequest): here Landlock without a read allow-list
+        (everything readable, /dev writable, `writable` and /dev/shm with every right) and, with `user`, the
+        sandbox user to become (the client must already be that user), no capabilities and the seccomp filter."""
+        contain = {"filesystem_isolation": None, "sandbox": None}
+        if landlock:
+            contain["filesystem_isolation"] = {"writable_paths": writable, "readable_paths": None, "required": False}
+        if user is not None:
+            contain["sandbox"] = {"user": user, "allow_perf_events": False, "required": False}
+        self.control.sendall((json.dumps({"token": token, "argv": argv, "contain": contain}) + "\n").encode())
         time.sleep(0.05)  # the zygote reads registrations in its loop; a client normally starts later than this
 
     def close(self) -> int:
@@ -199,6 +207,56 @@ def test_a_warm_run_cannot_import_the_host_side_its_zygote_had(zygote, task):
     assert code == 0 and "starting Python cold" in err, cold_out + err
     cold = json.loads(cold_out.split("HOST ", 1)[1].splitlines()[0])
     assert {k: v for k, v in cold.items() if k != "sid"} == {k: v for k, v in host.items() if k != "sid"}
+
+
+@pytest.fixture()
+def public_dir():
+    """A directory another user can reach (pytest's tmp_path sits in a 0700 directory of root's)."""
+    import shutil
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="kf_zygote_user_"))
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to the sandbox user needs root")
+def test_a_sandboxed_clients_worker_becomes_its_user_without_capabilities(public_dir):
+    import pwd
+    nobody = pwd.getpwnam("nobody")
+    task = public_dir / "task"
+    task.mkdir(mode=0o755)
+    (task / "test_user.py").write_text(
+        "import os\n"
+        "def test_user():\n"
+        "    status = dict(l.rstrip('\\n').split(':\\t', 1) for l in open('/proc/self/status') if ':\\t' in l)\n"
+        "    print('UIDS', os.getresuid(), 'CAPS', status['CapEff'], status['CapBnd'], 'NNP', status['NoNewPrivs'])\n")
+    os.chmod(task / "test_user.py", 0o644)
+    zdir = public_dir / "zygote"
+    zdir.mkdir(mode=0o711)
+    zygote = Zygote(zdir)
+    assert zygote.ready.startswith("ready "), zygote.ready
+    try:
+        argv = _pytest_argv("test_user.py")
+        user = {"uid": nobody.pw_uid, "gid": nobody.pw_gid, "groups": [nobody.pw_gid], "name": "nobody"}
+
+        def demote():
+            os.setgroups([nobody.pw_gid])
+            os.setresgid(nobody.pw_gid, nobody.pw_gid, nobody.pw_gid)
+            os.setresuid(nobody.pw_uid, nobody.pw_uid, nobody.pw_uid)
+
+        zygote.register("u1", argv, [], user=user)
+        code, out, err, _ = _client(zygote, "u1", argv, task, {"PATH": "/usr/bin:/bin"}, demote)
+        assert code == 0, out + err
+        assert "warm start unavailable" not in err, err
+        n = nobody.pw_uid
+        assert f"UIDS ({n}, {n}, {n}) CAPS 0000000000000000 0000000000000000 NNP 1" in out, out + err
+        # A client that is not the plan's user gets no worker (it starts cold, as itself).
+        zygote.register("u2", argv, [], user=user)
+        code, out, err, _ = _client(zygote, "u2", argv, task, {"PATH": "/usr/bin:/bin"})
+        assert "the client runs as uid 0" in err, err
+    finally:
+        zygote.close()
 
 
 def test_exit_codes_and_signals_are_the_workers(zygote, task):

@@ -16,6 +16,7 @@
 //    40 (about 13 min on the 2-core machine).
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -221,6 +222,50 @@ TEST_F(FarmE2E, SigkillMidTestRedeliversToASecondWorker) {
   EXPECT_EQ(worker_db->GetJob(1)["status"], "COMPLETE");
   EXPECT_EQ(worker_db->GetJob(2)["status"], "COMPLETE");
   testing::ExpectError(ErrorKind::kNotFound, [&] { worker_db->GetJob(3); });
+}
+
+// Issue 25: a farm worker's jobs run their candidates sandboxed exactly like a local run (the same process
+// runner): the candidate (in the task's executor) finds itself unprivileged, filtered and refused the worker's
+// database, cache and home; it reports each finding and computes a wrong sum when one does not hold.
+TEST_F(FarmE2E, KfWorkerJobsRunTheirCandidatesSandboxed) {
+  const fs::path db = dir_.path() / "workers.sqlite3";
+  const fs::path home = std::getenv("HOME") ? fs::path(std::getenv("HOME")) : fs::path("/root");
+  const fs::path cache = std::getenv("KF_CACHE_DIR") ? fs::path(std::getenv("KF_CACHE_DIR")) : home / ".cache";
+  Proc w = StartKfWorker(broker_, {build_q_, test_q_}, "sb-" + tag_ + "@%h", dir_.path(), {"--db", db.string()});
+  ASSERT_TRUE(w.WaitForLog("consuming", 30)) << w.Log();
+  const std::string root = ::geteuid() == 0 ? "true" : "false";
+  const std::string probe =
+      "#include <fcntl.h>\n#include <unistd.h>\n#include <cerrno>\n#include <cstdio>\n#include <fstream>\n"
+      "#include <string>\n"
+      "static int kf_check(const char* what, bool ok) {\n"
+      "  std::fprintf(stderr, \"kf-probe %s: %s\\n\", what, ok ? \"ok\" : \"FAILED\");\n  return ok ? 0 : 1;\n}\n"
+      "static bool kf_refused(const char* p) {\n  const int fd = open(p, O_RDONLY);\n"
+      "  if (fd >= 0) close(fd);\n  return fd < 0 && (errno == EACCES || errno == EPERM);\n}\n"
+      "static const int kf_bad = [] {\n  std::string cap, sec;\n  std::ifstream st(\"/proc/self/status\");\n"
+      "  for (std::string l; std::getline(st, l);) {\n"
+      "    if (l.rfind(\"CapEff:\", 0) == 0) cap = l.substr(8);\n    if (l.rfind(\"Seccomp:\", 0) == 0) sec = l.substr(9);\n"
+      "  }\n"
+      "  return kf_check(\"uid\", !" + root + " || geteuid() != 0) + kf_check(\"CapEff\", cap == \"0000000000000000\") +\n"
+      "         kf_check(\"Seccomp\", sec == \"2\") + kf_check(\"shadow\", kf_refused(\"/etc/shadow\")) +\n"
+      "         kf_check(\"database\", kf_refused(\"" + db.string() + "\")) +\n"
+      "         kf_check(\"cache\", kf_refused(\"" + cache.string() + "\")) +\n"
+      "         kf_check(\"home\", kf_refused(\"" + home.string() + "\"));\n}();\n"
+      "double kf_sum_squares(const float* x, std::size_t n) {\n  double s = 0.0;\n"
+      "  for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);\n"
+      "  return s + kf_bad;\n}\n";
+  int rc = -1;
+  const std::string out = KfRun(task_, WriteCandidate("probe.cpp", probe), dir_.path() / "client.sqlite3",
+                                dir_.path() / "probe.json", &rc);
+  EXPECT_EQ(rc, 0) << out << "\n--- worker log ---\n" << w.Log();
+  const Json j = ParseJson(ReadFile(dir_.path() / "probe.json"), "probe.json");
+  EXPECT_TRUE(testing::CorrectAndTimed(j["status"])) << j.dump(2).substr(0, 6000);
+  const std::string err = j["test_result"]["correctness_result"]["stderr"].get<std::string>();
+  for (const char* check : {"uid", "CapEff", "Seccomp", "shadow", "database", "cache", "home"}) {
+    EXPECT_NE(err.find(std::string("kf-probe ") + check + ": ok"), std::string::npos) << check << "\n" << err;
+  }
+  EXPECT_EQ(err.find("FAILED"), std::string::npos) << err;
+  w.Signal(SIGTERM);
+  w.Wait(30);
 }
 
 TEST_F(FarmE2E, CtrlCOfKfRunRevokesItsTestAndTheWorkerStopsTheJob) {

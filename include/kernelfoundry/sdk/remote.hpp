@@ -21,7 +21,8 @@
 // The executor is started on the first call (or when a paired measurement begins) by fork + exec from the
 // checker: in its process group and cgroup (kf's timeouts kill it), under its limits and Landlock domain, with
 // its environment and stdout/stderr, with no other descriptor (not kf's result descriptor), with every Linux
-// capability dropped and no_new_privs (even as root it cannot ptrace the checker or write /proc/<checker>/mem),
+// capability dropped, no_new_privs and a Landlock domain of its own (as root or under the checker's uid it cannot
+// ptrace the checker or write /proc/<checker>/mem),
 // and PR_SET_PDEATHSIG (it dies with the checker). Calls go over two pipes: a request (function index, argument
 // bytes), a reply (value bytes, or the executor's exception text, rethrown in the checker as
 // kf::sdk::RemoteError). When the executor dies during a call the checker ends with the same signal (the
@@ -274,13 +275,24 @@ std::string Trampoline(const std::string& bytes, AnyFunction fn) {
   }
 }
 
-/// Linux capability sets of the calling thread all emptied, the bounding set too (as far as allowed).
+/// Linux capability sets of the calling thread all emptied, the bounding set too (as far as allowed), then a
+/// Landlock domain of its own, nested in the checker's: the kernel refuses it ptrace access (/proc/<pid>/mem,
+/// environ, fd) to every process outside that domain — the checker included, even under the same uid (sandboxed
+/// test processes all run as one user). The layer restricts nothing else: it only forbids making block devices.
 inline void DropCapabilities() {
   for (int cap = 0; cap < 64; ++cap) ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
   __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
   ::syscall(SYS_capset, &head, data);
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+#ifdef SYS_landlock_create_ruleset
+  const uint64_t make_block = 1ULL << 11;  // LANDLOCK_ACCESS_FS_MAKE_BLOCK
+  const long ruleset = ::syscall(SYS_landlock_create_ruleset, &make_block, sizeof make_block, 0U);
+  if (ruleset >= 0) {
+    ::syscall(SYS_landlock_restrict_self, static_cast<int>(ruleset), 0U);
+    ::close(static_cast<int>(ruleset));
+  }
+#endif
 }
 
 inline double ClockSeconds(clockid_t id) {

@@ -9,7 +9,9 @@ Roles (kf's side: src/harness/warm_start.cc):
 * **zygote** (``python -u -m kernelfoundry.zygote --socket PATH``), started by kf with the environment of the
   test runs it will serve. It imports the heavy modules (never task or candidate code), listens on a Unix
   socket and prints ``ready <pid>``. Its standard input is a control socket only kf holds: each line is a
-  registration ``{"token", "argv", "landlock", "writable", "required"}`` for one run about to start. EOF ends the zygote.
+  registration ``{"token", "argv", "contain"}`` for one run about to start (``contain``: kf::ChildContainmentRequest,
+  what the run's child-side containment asks for). EOF ends the zygote. Clients run as the sandbox user (issue 25):
+  the socket is world-connectable (mode 0666, in kf's 0711 directory); the one-use tokens admit a run.
 * **client** (``kernelfoundry/warm_client.py``, task side: it runs inside the contained run), the command kf's
   process runner really starts, contained as every test run is (its own session and cgroup, scrubbed environment,
   Landlock, limits). It connects, sends the token with its standard descriptors (0, 1, 2 and the result
@@ -20,8 +22,10 @@ Roles (kf's side: src/harness/warm_start.cc):
   the client's containment on itself through the exec module's own code (the binding kernelfoundry._contain:
   ``ContainLikePeer`` -> ``ContainSelf`` in src/exec/contain.cc, the function the shepherd's child calls before
   exec), from the client's process (peer credentials of the connection), never from the message: a new session,
-  the client's cgroups (so the run's cgroup kills, limits and waits for it) and resource limits, then kf's
-  registered Landlock policy (the runner's rules, MakeLandlockPlan). Then it leaves the host side: the host
+  the client's cgroups (so the run's cgroup kills, limits and waits for it) and resource limits, then the policy
+  kf registered, made by the runner's own code (ChildPolicy): the Landlock rules with the read allow-list, the
+  sandbox user — which must be the client's (its uids from /proc) — with no capabilities and no_new_privs, and the
+  seccomp filter last (issue 25). Then it leaves the host side: the host
   directory leaves ``sys.path`` and every package's ``__path__``, host modules (this one, the binding) leave
   ``sys.modules`` and ``__main__`` becomes the fresh one a cold start has, so the task's code can import nothing
   of the host side. Then ``pytest.main(args)``, or for a build child ``kernelfoundry.build_target`` run as
@@ -125,8 +129,7 @@ def _worker_body(reg: dict, peer: int):
         module, args = reg["argv"][3], list(reg["argv"][4:])
         try:
             from kernelfoundry import _contain  # noqa: PLC0415 - host side, loaded in the zygote already
-            _contain.contain_like(peer, bool(reg.get("landlock", True)), [str(w) for w in reg.get("writable", [])],
-                                  bool(reg.get("required", False)))
+            _contain.contain_like(peer, json.dumps(reg.get("contain") or {}))
             leave_host_side(module)
             if module == "pytest":
                 sys.argv = [os.path.join(os.path.dirname(sys.modules["pytest"].__file__), "__main__.py"), *args]
@@ -163,6 +166,7 @@ class Zygote:
         self.sel = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
+        os.chmod(path, 0o666)  # clients run as the sandbox user (issue 25); tokens, not the mode, admit a run
         self.listener.listen(64)
         self.listener.setblocking(False)
         self.control = socket.socket(fileno=os.dup(0))

@@ -28,8 +28,9 @@ Work after returning. The executor's CPU time is its kernel CPU clock (``cpu_sec
 until the executor is idle — the quiet rule every paired side uses, in C++ (``kernelfoundry._measure.wait_quiet``)
 — and returns the CPU it used since the last reply: work left running in a background thread after the reply.
 
-Privileges. Before it imports its target the executor empties its Linux capability sets (``drop_capabilities``):
-running as root, candidate code still cannot ptrace the checker or open /proc/<checker>/mem.
+Privileges. Before it imports its target the executor empties its Linux capability sets and enters a Landlock
+domain of its own (``drop_capabilities``): candidate code cannot ptrace the checker or open /proc/<checker>/mem,
+whether the test runs as root or, sandboxed, under the same uid as the checker.
 
 Failure. An exception in the callee raises ``ExecutorError`` with its type and message. When the executor dies
 (a crash of candidate code), the checker ends with the same signal — the verdict is the one an in-process crash
@@ -352,7 +353,29 @@ def drop_capabilities() -> bool:
         data = ctypes.create_string_buffer(24)  # two {effective, permitted, inheritable}, all zero
         done = libc.syscall(ctypes.c_long(number), header, data) == 0
     libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+    enter_own_landlock_domain()
     return done
+
+
+def enter_own_landlock_domain() -> bool:
+    """Puts this process in a Landlock domain of its own, nested in the checker's: the kernel then refuses it
+    ptrace access to every process outside that domain — the checker included, under the same uid (issue 25:
+    test processes run as the sandbox user, so capabilities no longer tell the two apart) — so it cannot open
+    /proc/<checker>/mem, environ or fd. The layer restricts nothing else (it only forbids making block devices,
+    which nothing may). Needs no_new_privs. Returns whether the layer was added (False without Landlock)."""
+    import ctypes  # noqa: PLC0415
+    import struct  # noqa: PLC0415
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    attr = ctypes.create_string_buffer(struct.pack("=Q", 1 << 11), 8)  # LANDLOCK_ACCESS_FS_MAKE_BLOCK
+    fd = libc.syscall(444, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))  # landlock_create_ruleset
+    if fd < 0:
+        return False
+    try:
+        return libc.syscall(446, ctypes.c_int(fd), ctypes.c_uint32(0)) == 0  # landlock_restrict_self
+    finally:
+        os.close(fd)
 
 
 def _build(spec: Any, maps: dict, torch: Any) -> Any:
