@@ -5,7 +5,8 @@
 The task: a generated 50 MB package of 1,200 files (half text, half random bytes, in 16 folders) plus the
 config.yaml/task.py/kernel.py of a pytest task, the size issue 24 names. Each round runs the four processes
 (kf encode, python encode, kf decode, python decode) in a rotating order, each decode into a fresh directory, and
-the page cache is warm for all of them (one untimed round first). Printed: min/median/max seconds of each, and
+the page cache is warm for all of them (one untimed round first); before each process the previous one's
+dirty pages are written back (os.sync), so each is timed with its own I/O only. Printed: min/median/max seconds of each, and
 the paired ratio python/kf per round (median and range), for encode, decode and both together.
 Goal (issue 24, item 6): kf encode + decode >= 3x faster than the same-run CPython baseline.
 
@@ -97,7 +98,9 @@ def make_task(root: Path, n_files: int, total_mb: int) -> None:
 
 
 def timed(argv: list[str]) -> float:
-    """Wall seconds of one process; raises when it fails."""
+    """Wall seconds of one process; raises when it fails. Dirty pages left by the previous step are written back
+    first (os.sync), so no process pays for another's writeback."""
+    os.sync()
     t0 = time.perf_counter()
     r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     took = time.perf_counter() - t0
