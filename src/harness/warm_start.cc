@@ -308,8 +308,12 @@ std::string UseWarmStart(ProcessOptions& o) {
     z->Stop();
     return "warm start unavailable: " + z->failed;
   }
-  std::vector<std::string> argv = {o.argv[0], "-I", "-S", client.string(), z->Socket().string(),
-                                   registration["token"].get<std::string>(), "--"};
+  // The token travels in the client's environment, never on its command line: /proc/<pid>/cmdline is readable by
+  // every process, /proc/<pid>/environ only by one allowed to ptrace the client (another run's candidate is not:
+  // Landlock scopes ptrace to a run's own domain). The zygote starts a worker only for the process whose
+  // environment holds the token, so a token seen elsewhere cannot start one (a stranger test stole them).
+  o.env_add["KF_WARM_TOKEN"] = registration["token"].get<std::string>();
+  std::vector<std::string> argv = {o.argv[0], "-I", "-S", client.string(), z->Socket().string(), "--"};
   argv.insert(argv.end(), o.argv.begin(), o.argv.end());
   o.argv = std::move(argv);
   return "";

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -127,10 +128,12 @@ def _pytest_argv(*selection: str) -> list[str]:
 
 
 def _client(zygote, token, argv, cwd, env, preexec=None):
-    """Runs the client as kf's runner would, with a result pipe at descriptor 6; returns (code, out, err, result)."""
+    """Runs the client as kf's runner would (the token in its environment), with a result pipe at descriptor 6;
+    returns (code, out, err, result). token=None: a client without one."""
+    env = dict(env, **({"KF_WARM_TOKEN": token} if token is not None else {}))
     r, w = os.pipe()
     shell = ["/bin/bash", "-c", f'exec "$@" 6>&{w} {w}>&-', "bash"]  # dash cannot name descriptors > 9
-    proc = subprocess.Popen([*shell, sys.executable, "-I", "-S", str(CLIENT), zygote.path, token, "--", *argv],
+    proc = subprocess.Popen([*shell, sys.executable, "-I", "-S", str(CLIENT), zygote.path, "--", *argv],
                             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(w,),
                             preexec_fn=preexec)
     os.close(w)
@@ -286,10 +289,33 @@ def test_unknown_or_reused_tokens_and_other_commands_start_cold(zygote, task):
     assert out == "cold shell\n" and code == 0
 
 
+def test_a_token_seen_elsewhere_starts_no_worker_and_stays_for_its_client(zygote, task):
+    # Regression (stranger test, issue 25): tokens were on the client's command line, which every process can
+    # read in /proc; a candidate of another run connected with one and got a warm worker under the victim's
+    # policy with its own working directory and environment. Now only the process whose environment holds the
+    # token is served, and the registration is still there for it afterwards.
+    argv = _pytest_argv("test_warm.py::test_report")
+    zygote.register("victim", argv, [])
+    impostor = textwrap.dedent(f"""
+        import socket
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect({zygote.path!r})
+        socket.send_fds(s, [b"victim"], [0, 1, 2])
+        print(s.makefile("rb").readline().decode().strip())
+    """)
+    r = subprocess.run([sys.executable, "-I", "-S", "-c", impostor], capture_output=True, text=True, timeout=60,
+                       env={"PATH": "/usr/bin:/bin"}, cwd=task)
+    assert r.stdout.strip() == "error the client is not the process kf started for this token", r.stdout + r.stderr
+    code, out, err, _ = _client(zygote, None, argv, task, {"PATH": "/usr/bin:/bin"})
+    assert "warm start unavailable (no KF_WARM_TOKEN in the environment)" in err and code == 0, out + err
+    code, out, err, _ = _client(zygote, "victim", argv, task, {"PATH": "/usr/bin:/bin"})
+    assert code == 0 and "WARM True" in out, out + err
+
+
 def test_no_zygote_starts_cold(task, tmp_path):
     argv = ["/bin/sh", "-c", "exit 7"]
-    proc = subprocess.run([sys.executable, "-I", "-S", str(CLIENT), str(tmp_path / "absent.sock"), "t", "--", *argv],
-                          capture_output=True, text=True, cwd=task)
+    proc = subprocess.run([sys.executable, "-I", "-S", str(CLIENT), str(tmp_path / "absent.sock"), "--", *argv],
+                          capture_output=True, text=True, cwd=task, env={**os.environ, "KF_WARM_TOKEN": "t"})
     assert proc.returncode == 7
     assert "kf: warm start unavailable (FileNotFoundError" in proc.stderr
 

@@ -11,7 +11,8 @@ Roles (kf's side: src/harness/warm_start.cc):
   socket and prints ``ready <pid>``. Its standard input is a control socket only kf holds: each line is a
   registration ``{"token", "argv", "contain"}`` for one run about to start (``contain``: kf::ChildContainmentRequest,
   what the run's child-side containment asks for). EOF ends the zygote. Clients run as the sandbox user (issue 25):
-  the socket is world-connectable (mode 0666, in kf's 0711 directory); the one-use tokens admit a run.
+  the socket is world-connectable (mode 0666, in kf's 0711 directory); the one-use tokens admit a run, and only
+  for the process kf started with the token in its environment (``KF_WARM_TOKEN``, never on a command line).
 * **client** (``kernelfoundry/warm_client.py``, task side: it runs inside the contained run), the command kf's
   process runner really starts, contained as every test run is (its own session and cgroup, scrubbed environment,
   Landlock, limits). It connects, sends the token with its standard descriptors (0, 1, 2 and the result
@@ -244,13 +245,16 @@ class Zygote:
         self.pending.discard(conn)
         conn.setblocking(True)
         try:
-            reg = self.registrations.pop(msg.decode("ascii", "replace").strip(), None)
+            token = msg.decode("ascii", "replace").strip()
+            reg = self.registrations.get(token)
             argv = reg.get("argv") if reg else None
             if reg is None:
                 conn.sendall(b"error the token is not registered\n")
             elif not (isinstance(argv, list) and len(argv) >= 4 and argv[1:3] == ["-u", "-m"] and argv[3] in MODULES):
+                self.registrations.pop(token, None)
                 conn.sendall(b"error only `python -u -m pytest|kernelfoundry.build_target ...` runs start warm\n")
             elif len(fds) not in (3, 4):
+                self.registrations.pop(token, None)
                 conn.sendall(b"error expected the client's descriptors 0, 1, 2 (and 6)\n")
             else:
                 peer = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
@@ -259,6 +263,12 @@ class Zygote:
                 except OSError as e:
                     conn.sendall(f"error cannot read the client's process: {e}\n".encode("utf-8", "replace"))
                     return
+                if env.pop("KF_WARM_TOKEN", None) != token:
+                    # Only the process kf started with this token has it in its environment; the registration
+                    # stays for it (a process that saw the token elsewhere cannot use it up).
+                    conn.sendall(b"error the client is not the process kf started for this token\n")
+                    return
+                del self.registrations[token]
                 targets = {0: fds[0], 1: fds[1], 2: fds[2], **({6: fds[3]} if len(fds) > 3 else {})}
                 closing = [self.listener, self.control, self.sel, *(c for c in self.pending if c is not conn),
                            *self.reaper.children.values()]

@@ -1,4 +1,5 @@
-"""The client of a warm start (see kernelfoundry.zygote): ``python3 -I -S warm_client.py SOCKET TOKEN -- ARGV...``.
+"""The client of a warm start (see kernelfoundry.zygote): ``python3 -I -S warm_client.py SOCKET -- ARGV...`` with
+the run's one-use token in ``$KF_WARM_TOKEN`` (never on the command line, which every process can read).
 
 Task side (python/README.md): kf's process runner starts it as the run's test process, inside the run's
 containment, so it lives in the task directory (kf runs it by path; ``-I`` keeps every PYTHONPATH out).
@@ -23,10 +24,13 @@ def _cold(argv, why):
 
 
 def main():
-    if len(sys.argv) < 5 or sys.argv[3] != "--":
-        sys.stderr.write("usage: warm_client.py SOCKET TOKEN -- ARGV...\n")
+    if len(sys.argv) < 4 or sys.argv[2] != "--":
+        sys.stderr.write("usage: KF_WARM_TOKEN=TOKEN warm_client.py SOCKET -- ARGV...\n")
         return 2
-    path, token, argv = sys.argv[1], sys.argv[2], sys.argv[4:]
+    path, argv = sys.argv[1], sys.argv[3:]
+    token = os.environ.pop("KF_WARM_TOKEN", "")  # a cold start does not pass it on
+    if not token:
+        return _cold(argv, "no KF_WARM_TOKEN in the environment")
     fds = [0, 1, 2]
     try:
         os.fstat(6)
