@@ -118,7 +118,19 @@ void ValidateJob(SubmitService& svc, const ApiToken& who, const httplib::Request
   const std::string user = idsid.empty() ? who.user : idsid;
   const auto& file = req.get_file_value("file");
   const std::string name = file.filename.empty() ? "file" : file.filename;
-  const int64_t id = svc.Submit(user, file.content, name, FormLineage(req));
+  const Lineage lineage = FormLineage(req);
+  if (lineage.parent_uuid && !lineage.parent_uuid->empty() && !who.admin) {
+    // A parent must be one of the user's own kernels: a foreign parent would show its row in the child's lineage
+    // (and the child in the parent owner's), across users (found by a stranger test).
+    KernelQuery q;
+    q.uuid = *lineage.parent_uuid;
+    q.db_user = user;
+    q.columns = {"id"};
+    if (svc.GetStore().CountKernels(q) == 0) {
+      throw ApiRefusal{400, fmt::format("parent_uuid: {} is not a kernel of {}", *lineage.parent_uuid, user)};
+    }
+  }
+  const int64_t id = svc.Submit(user, file.content, name, lineage);
   Answer(res, 200, {{"job_id", id}, {"status", "INIT"}});
 }
 
@@ -212,6 +224,28 @@ void RegisterSubmitRoutes(httplib::Server& http, SubmitService& svc, Store& stor
            }));
 }
 
+/// A lineage answer (KernelLineage) cut to the kernels of `user`: children of other users are dropped, and the
+/// ancestors end below the nearest one that is not the user's (older kernels, had there been a foreign parent in a
+/// database written before submissions checked parents, are not shown; "missing_parent" is then null).
+static std::string OwnLineage(const std::string& body, const std::string& user) {
+  Json doc = Json::parse(body);
+  auto own = [&](const Json& node) { return node.is_object() && node.value("db_user", Json()).is_string() &&
+                                            node["db_user"].get<std::string>() == user; };
+  Json children = Json::array();
+  for (const Json& c : doc["children"]) {
+    if (own(c)) children.push_back(c);
+  }
+  doc["children"] = std::move(children);
+  const Json& ancestors = doc["ancestors"];  // oldest first
+  size_t first = ancestors.size();
+  while (first > 0 && own(ancestors[first - 1])) --first;
+  if (first > 0) {
+    doc["ancestors"] = Json(std::vector<Json>(ancestors.begin() + static_cast<std::ptrdiff_t>(first), ancestors.end()));
+    doc["missing_parent"] = nullptr;
+  }
+  return doc.dump();
+}
+
 void ServeScopedBrowse(SubmitService& svc, Store& store, SummaryCache* summaries, const httplib::Request& req,
                        httplib::Response& res) {
   Guarded(svc, [&](const ApiToken& who, const httplib::Request& r, httplib::Response& out) {
@@ -236,6 +270,7 @@ void ServeScopedBrowse(SubmitService& svc, Store& store, SummaryCache* summaries
       }
     }
     ApiResponse a = HandleApiRequest(store, r.path, params, summaries);
+    if (!who.admin && r.path == "/api/lineage" && a.status == 200) a.body = OwnLineage(a.body, who.user);
     SecurityHeaders(out);
     out.status = a.status;
     out.set_content(a.body, a.content_type);

@@ -45,6 +45,9 @@ class SubmitService {
   SubmitService(const SubmitService&) = delete;
   SubmitService& operator=(const SubmitService&) = delete;
 
+  /// The store the service records into (for checks a request needs before it is queued).
+  Store& GetStore() { return store_; }
+
   /// Queues the stored submissions whose job is still active (a restart) and starts the pool.
   void Start();
 

@@ -243,6 +243,13 @@ TEST_F(SubmitApi, JobRunsAndTheReferenceClientFlowReadsIt) {
   const Json lineage = ParseJson(Client("alice").Get("/api/lineage?uuid=" + ck["kernels"][0]["uuid"].get<std::string>())->body, "l");
   ASSERT_EQ(lineage["ancestors"].size(), 1u);
   EXPECT_EQ(lineage["ancestors"][0]["uuid"], k["uuid"]);
+  // Regression (stranger test): bob named alice's kernel as his parent and then saw it (id, score, db_user) among
+  // his kernel's ancestors, and alice saw his among her children. A parent must be the submitter's own: 400, no job.
+  const int64_t jobs = Jobs();
+  r = Submit("bob", TaskZip(), k["uuid"].get<std::string>());
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find(k["uuid"].get<std::string>() + " is not a kernel of bob"), std::string::npos) << r->body;
+  EXPECT_EQ(Jobs(), jobs);
 }
 
 TEST_F(SubmitApi, CancelKillsARunningJob) {
