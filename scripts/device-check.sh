@@ -47,6 +47,7 @@ out=$(cd "$out" && pwd)
 [ -f "$bundle" ] || { echo "device-check: no bundle (run scripts/bundle.sh first, or --bundle)" >&2; exit 2; }
 started=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/kf-device-check.XXXXXX")
+chmod 755 "$work"  # the sandbox user reads the unpacked bundle (mktemp: 0700)
 log() { echo "[$(( $(date +%s) - started ))s] $*" | tee -a "$out/progress.log"; }
 
 # 1. The bundle, unpacked outside the repository.

@@ -2,6 +2,7 @@
 // nsys passes around Harness::ProfileCommand, and their trace entries.
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -142,19 +143,25 @@ ProcessResult PassResult(const ProcessRun& run, const PassCheck& check) {
   return r;
 }
 
-void MakeFifo(const fs::path& p) {
+/// A fresh FIFO at `p` (mode 0600) for perf's control channel, owned by the sandbox user when the profiled run
+/// takes one (perf runs inside the run as that user and must open it; issue 25). Throws kf::Error(kIO).
+void MakeFifo(const fs::path& p, const ProcessOptions& o) {
   std::error_code ec;
   fs::remove(p, ec);
   if (::mkfifo(p.c_str(), 0600) != 0) {
     throw Error(ErrorKind::kIO, std::string("cannot create a FIFO: ") + std::strerror(errno), p.string());
+  }
+  if (o.sandbox && o.sandbox->user && ::chown(p.c_str(), o.sandbox->user->uid, o.sandbox->user->gid) != 0) {
+    throw Error(ErrorKind::kIO, std::string("cannot hand a FIFO to the sandbox user: ") + std::strerror(errno),
+                p.string());
   }
 }
 
 ProcessResult RunPerfPass(const Harness& harness, const ProfileRequest& req, ProcessOptions o, const fs::path& dir) {
   const PerfProbe& probe = Perf();
   const fs::path csv = dir / "perf_stat.csv", ctl = dir / "perf_ctl.fifo", ack = dir / "perf_ack.fifo";
-  MakeFifo(ctl);
-  MakeFifo(ack);
+  MakeFifo(ctl, o);
+  MakeFifo(ack, o);
   const std::vector<std::string> events =
       req.settings.perf.events.empty() ? DefaultPerfEvents(probe.hardware) : req.settings.perf.events;
   o.argv = PerfStatCommand(probe.path, events, csv, ctl, ack, req.settings.perf.extra_args, o.argv);

@@ -72,7 +72,9 @@ std::string BuildOne(const fs::path& root, const fs::path& request, const std::s
   o.no_network = true;
   std::string note;
   try {
-    IsolateChild(o, {out}, tmp, {request.parent_path()});
+    // It reads the request and kf's own host-side builder (trusted code; the host side is never on a candidate's
+    // path, but this child runs none).
+    IsolateChild(o, {out}, tmp, {request.parent_path(), HostPythonDir().path});
     const ProcessRun run = RunProcess(o);
     const std::string key = ReadKeyFile(out / "key");
     if (run.reason != TerminationReason::kExited || run.result.returncode != 0 || !IsKey(key)) {

@@ -15,6 +15,7 @@ set -eu
 src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kf-bundle-test.XXXXXX")
+chmod 755 "$tmp"  # the sandbox user reads the unpacked bundle (mktemp: 0700)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "bundle test: FAILED: $*" >&2; exit 1; }
 show() { echo "---- $1"; cat "$1"; echo "----"; }

@@ -14,6 +14,9 @@ set -eu
 build=$1
 cmake=${2:-cmake}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kf-install-test.XXXXXX")
+# An install prefix is world-readable (/usr/local, /opt): the sandbox user that builds and runs candidates reads
+# the SDK and the task-side package from it (mktemp makes the directory 0700).
+chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "install test: FAILED: $*" >&2; exit 1; }
 show() { echo "---- $1"; cat "$1"; echo "----"; }
