@@ -251,6 +251,9 @@ TEST(Discovery, SecondCreateIsAnsweredFromTheCacheWithoutPython) {
 // pytest twice). Counted with an interpreter shim that logs each start; a task.py that fails to import is
 // collected a second time with plain imports (its error text is that of a normal import).
 TEST(Discovery, OneCollectionGivesBothListsAndAFailureIsCollectedAgainWithPlainImports) {
+  // The shim logs each Python start into this test's directory, which a sandboxed collector may not write (nor
+  // exec a 0700 shim in): this test is about how often discovery starts Python, so its collector runs unsandboxed.
+  testing::ScopedEnv unsandboxed("KF_ISOLATION", "off");
   TempDir tmp, cache;
   const std::filesystem::path log = tmp.path() / "python_starts.log";
   const std::filesystem::path shim = tmp.path() / "python_shim.sh";
