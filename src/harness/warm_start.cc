@@ -313,6 +313,7 @@ std::string UseWarmStart(ProcessOptions& o) {
   // Landlock scopes ptrace to a run's own domain). The zygote starts a worker only for the process whose
   // environment holds the token, so a token seen elsewhere cannot start one (a stranger test stole them).
   o.env_add["KF_WARM_TOKEN"] = registration["token"].get<std::string>();
+  o.allow_secret_names.push_back("KF_WARM_TOKEN");  // a secret indeed, but the client's own
   std::vector<std::string> argv = {o.argv[0], "-I", "-S", client.string(), z->Socket().string(), "--"};
   argv.insert(argv.end(), o.argv.begin(), o.argv.end());
   o.argv = std::move(argv);
