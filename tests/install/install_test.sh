@@ -37,7 +37,8 @@ echo "installed and moved to $p"
 
 mkdir "$tmp/elsewhere"
 cd "$tmp/elsewhere"
-kf() { env -u KF_PYTHON_DIR -u KF_SDK_DIR -u KF_PYTHON "$p/bin/kf" "$@"; }
+# A cache of its own: a build cached by an earlier run (same sources, another prefix) would not show the SDK path.
+kf() { env -u KF_PYTHON_DIR -u KF_SDK_DIR -u KF_PYTHON KF_CACHE_DIR="$tmp/cache" "$p/bin/kf" "$@"; }
 
 # 1. The native example end to end.
 rc=0
