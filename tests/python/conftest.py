@@ -59,6 +59,23 @@ def pytest_configure(config):
                                     "and run with PYTHONPATH=<build dir>/python")
 
 
+@pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's tmp_path, made reachable by kf's sandbox user: evaluations started by a root test process run
+    candidates as that user (README, trust model), and pytest makes every directory on the way (/tmp/pytest-of-root,
+    its numbered dirs, tmp_path itself) 0700, so a work dir, task copy or candidate under tmp_path would be refused
+    ("the sandbox user kf-sandbox cannot reach ..."). Adds search permission only (o+x, no listing) to the
+    directories pytest created, from tmp_path up to pytest-of-<user>; nothing outside pytest's temp root changes."""
+    if os.geteuid() == 0:
+        root = next((p for p in (tmp_path, *tmp_path.parents) if p.name.startswith("pytest-of-")), None)
+        if root is not None:
+            for directory in (tmp_path, *tmp_path.parents):
+                directory.chmod(directory.stat().st_mode | stat.S_IXGRP | stat.S_IXOTH)
+                if directory == root:
+                    break
+    return tmp_path
+
+
 def golden(name: str):
     return json.loads((GOLDEN / f"{name}.json").read_text())
 
