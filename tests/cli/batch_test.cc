@@ -35,7 +35,7 @@ Ran Kf(const fs::path& tmp, const std::string& args) {
   return {rc, ReadFile(out), ReadFile(err)};
 }
 
-TEST(BatchRun, EveryCandidateGetsItsVerdictAndJobSortedBySpeedup) {
+TEST(BatchRunE2E, EveryCandidateGetsItsVerdictAndJobSortedBySpeedup) {
   TempDir tmp;
   const fs::path examples = SourceDir() / "examples";
   const fs::path cands = tmp.path() / "candidates";
@@ -74,7 +74,7 @@ TEST(BatchRun, EveryCandidateGetsItsVerdictAndJobSortedBySpeedup) {
 
 // Copies of a candidate in one batch run once (the copies reuse the first one's verdict through the verdict
 // cache); a second batch reuses every cacheable verdict; --no-cache evaluates everything again.
-TEST(BatchRun, CopiesOfACandidateRunOnceAndVerdictsAreReused) {
+TEST(BatchRunE2E, CopiesOfACandidateRunOnceAndVerdictsAreReused) {
   TempDir tmp;
   const fs::path examples = SourceDir() / "examples";
   const fs::path cands = tmp.path() / "candidates";
@@ -118,7 +118,7 @@ TEST(BatchRun, CopiesOfACandidateRunOnceAndVerdictsAreReused) {
 // copies in the same batch reuse it instead of timing the same code again (regression, 2026-12-01: in
 // bench/batch_bench most verdicts of bias_relu were noisy, so 40 copies were timed again and the batch gained
 // little from them). The next batch measures it afresh.
-TEST(BatchRun, CopiesReuseANoisyVerdictWithinTheBatchOnly) {
+TEST(BatchRunE2E, CopiesReuseANoisyVerdictWithinTheBatchOnly) {
   TempDir tmp;
   const fs::path examples = SourceDir() / "examples";
   const fs::path task = tmp.path() / "task";

@@ -33,7 +33,7 @@ std::set<std::string> ExecutedPrograms(const std::string& log) {
   return out;
 }
 
-TEST(NativeNoPython, KfRunOfANativeTaskExecutesNoPython) {
+TEST(NativeNoPythonE2E, KfRunOfANativeTaskExecutesNoPython) {
   if (RunShell("strace -V").first != 0) GTEST_SKIP() << "strace is not installed (scripts/install-deps.sh)";
   TempDir tmp;
   const fs::path task = tmp.path() / "omp_reduction";
