@@ -16,6 +16,7 @@
 #include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/paired_wire.hpp"
 #include "kernelfoundry/worker_info.hpp"
 #include "core/strings.hpp"
 #include "core/temp_dir.hpp"
@@ -144,6 +145,15 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
                   "eval_config.timing");
     }
     o = *t;
+    // Every timing knob (type and range) is checked as written, by the one rule that reads them
+    // (PairedOptionsFromJson), before the budget below is capped and clamped and before anything is built: a bad
+    // value is a config error naming its key (a negative budget_s had run as 0.5 s).
+    try {
+      (void)PairedOptionsFromJson(o);
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kInvalidArgument, e.message(), "config.yaml",
+                  "eval_config.timing" + (e.field().empty() ? std::string() : "." + e.field()));
+    }
   }
   const double benchmarks = static_cast<double>(std::max<size_t>(1, task.profile_tests.size()));
   const double cap = 0.6 * static_cast<double>(limits.test_timeout.count()) / 1000.0 / benchmarks;
@@ -203,13 +213,6 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
                   "expected a whole number from 1 to " + std::to_string(top) + ", got " + o[key].dump(),
                   "config.yaml", std::string("eval_config.timing.") + key);
     }
-  }
-  // The loop's and the verdict's knobs (type and range), before anything is built.
-  try {
-    PairedOptionsFromJson(o);
-  } catch (const Error& e) {
-    throw Error(ErrorKind::kInvalidArgument, e.message(), "config.yaml",
-                "eval_config.timing" + (e.field().empty() ? std::string() : "." + e.field()));
   }
   return o;
 }

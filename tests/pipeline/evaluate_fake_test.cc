@@ -162,6 +162,30 @@ TEST_F(EvaluateFake, ExtractionFailureRunsNothing) {
   EXPECT_TRUE(harness_.calls().empty());
 }
 
+// Issue 25 regression: `eval_config.timing: {budget_s: -5}` was clamped to 0.5 s and ran. Every timing knob is
+// now checked before anything is built; the error names config.yaml and the key.
+TEST_F(EvaluateFake, BadTimingOptionsAreAConfigErrorNamingTheKeyBeforeAnyBuild) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"  budget_s: -5\n", "eval_config.timing.budget_s"},
+      {"  budget_s: fast\n", "eval_config.timing.budget_s"},
+      {"  target_rel_half_width: 0\n", "eval_config.timing.target_rel_half_width"},
+      {"  min_rounds: 2.5\n", "eval_config.timing.min_rounds"},
+  };
+  for (const auto& [yaml, field] : cases) {
+    EvaluateOptions o;
+    o.harness = &harness_;
+    try {
+      Evaluate(MakeTask(std::string("eval_config:\n timing:\n ") + yaml), std::nullopt, o);
+      ADD_FAILURE() << yaml << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << yaml;
+      EXPECT_EQ(e.file(), "config.yaml") << yaml;
+      EXPECT_EQ(e.field(), field) << yaml << ": " << e.what();
+    }
+    EXPECT_TRUE(harness_.calls().empty()) << yaml;
+  }
+}
+
 TEST_F(EvaluateFake, CandidateBuildFailureIsBuildErrorAndNothingIsTested) {
   harness_.build = [](const BuildRequest&) {
     BuildRun b;
