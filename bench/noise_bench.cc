@@ -5,17 +5,20 @@
 // reference by calling the problem's Model, so it is identical to the reference and both sides run in
 // executors. (examples/tasks/row_softmax is not used: its C++ ops and the reference's Python ops differ by the
 // Python dispatch of five ops, a real ~1-2 % that a 1 % interval resolves.) The example bias_relu fast.cpp
-// should give a stable ratio (max/min ≤ 1.1); three_temporaries.cpp (the reference's ops in one C++ expression,
-// one more live 16 MB buffer) shows how much a slower candidate moves between runs. Beside each row,
+// should give a stable ratio (max/min ≤ 1.1), quiet and under the hog; three_temporaries.cpp (the reference's
+// ops in one C++ expression, one more live 16 MB buffer) shows how much a slower candidate moves between runs.
+// Each row also prints its intervals' half-widths and evaluations per hour of a changed candidate. Beside each row,
 // the baseline of the reference's way of timing ("separate"), kept here since kf no longer offers it: each side
 // timed alone in an evaluation of its own (the candidate with --no-reference, the reference in a reference-only
 // run), the speedup the ratio of the two means.
 //
 // Usage: noise_bench [--runs N] [--budget S] [--separate-runs M] [--only TEXT] [--allocator auto|jemalloc|glibc]
-//                    [--processes K]
+//                    [--processes K] [--max-processes M]
 //        (defaults 10, 20 = kf's default, 3; --only runs just the rows whose name contains TEXT; --allocator sets
 //        eval_config.allocator, to compare the heap of the timed processes; --processes sets
-//        eval_config.timing.processes, paired runs per evaluation merged at the process level; default: kf's, 3)
+//        eval_config.timing.processes, paired runs per evaluation merged at the process level; default: kf's, 4;
+//        --max-processes sets eval_config.timing.max_processes; `--processes 3 --max-processes 3` is kf's timing
+//        before 2026-12-03, the baseline of the "Decisive verdicts" rows in the README)
 // Needs the examples (KF_SOURCE_DIR), ../shared/kernelbench (KF_SHARED_DIR) and a built kf python package;
 // compiled extensions are cached in $KF_CACHE_DIR (first run compiles them).
 #include <signal.h>
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -65,6 +69,7 @@ class Hog {
 
 struct Sample {
   double speedup = -1, low = -1, high = -1;
+  double wall_s = 0, build_s = 0;  // the evaluation's wall seconds, its build's (0 when the build was cached)
   std::string status;
 };
 
@@ -92,6 +97,8 @@ Sample EvaluateOnce(const kf::Task& task, const std::string& candidate, const fs
   kf::Evaluation ev = kf::Evaluate(task, kf::BlockUpdate{kf::BlockUpdateShort{{"EVOLVE", candidate}}}, o);
   Sample s;
   s.status = std::string(kf::EvalStatusName(ev.result.status));
+  s.wall_s = ev.wall_s;
+  s.build_s = ev.build_s;
   if (!ev.result.benchmarks.empty()) {
     const kf::BenchmarkRow& b = ev.result.benchmarks.front();
     s.speedup = b.speedup;
@@ -101,13 +108,21 @@ Sample EvaluateOnce(const kf::Task& task, const std::string& candidate, const fs
   return s;
 }
 
-kf::Task Load(const fs::path& dir, double budget, const std::string& allocator, int processes) {
+// `code` with a comment no earlier run had: the same kernel, built afresh (the build cache is keyed on the
+// sources), so a row's first evaluation costs what a changed candidate costs.
+std::string Changed(const std::string& code, const char* comment = "//") {
+  return code + "\n" + comment + " noise_bench " + std::to_string(getpid()) + " " +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
+}
+
+kf::Task Load(const fs::path& dir, double budget, const std::string& allocator, int processes, int max_processes) {
   kf::TaskCreateOptions co;
   co.kinds = kf::HarnessTaskKinds();
   kf::Task task = kf::Task::Create(dir, co).first;
   kf::Json config = task.config;
   config["eval_config"]["timing"] = kf::Json{{"budget_s", budget}};
   if (processes > 0) config["eval_config"]["timing"]["processes"] = processes;
+  if (max_processes > 0) config["eval_config"]["timing"]["max_processes"] = max_processes;
   config["eval_config"]["allocator"] = allocator;
   config["test_timeout"] = 300;
   task.ApplyConfig(config);
@@ -141,13 +156,34 @@ void Print(const Row& r, bool identical) {
     else std::printf(" %.3f", s.speedup);
   }
   std::printf("\n    statuses: %s\n", statuses.c_str());
+  // Precision and cost together: the 95 % half-widths (relative), and evaluations per hour of a changed candidate
+  // (its build, the most expensive one of this row, plus a whole evaluation's other stages).
+  std::vector<double> hw;
+  double wall = 0, rest = 0, build = 0;
+  for (const Sample& s : r.samples) {
+    if (s.low > 0 && s.speedup > 0) hw.push_back((s.high - s.low) / 2.0 / s.speedup);
+    wall += s.wall_s;
+    rest += s.wall_s - s.build_s;
+    build = std::max(build, s.build_s);
+  }
+  std::sort(hw.begin(), hw.end());
+  if (!hw.empty()) {
+    std::printf("    half-width: min %.1f %%  median %.1f %%  max %.1f %%", 100 * hw.front(), 100 * hw[hw.size() / 2],
+                100 * hw.back());
+  }
+  if (!r.samples.empty()) {
+    const double count = static_cast<double>(r.samples.size());
+    std::printf("  wall per evaluation %.1f s  changed candidates per hour %.0f (build %.1f s)", wall / count,
+                3600.0 / (build + rest / count), build);
+  }
+  std::printf("\n");
   std::fflush(stdout);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 10, separate_runs = 3, processes = 0;  // 0: kf's default
+  int runs = 10, separate_runs = 3, processes = 0, max_processes = 0;  // 0: kf's default
   double budget = 20;
   std::string only, allocator = "auto";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -158,18 +194,21 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = argv[i + 1];
     else if (a == "--allocator") allocator = argv[i + 1];
     else if (a == "--processes") processes = std::atoi(argv[i + 1]);
+    else if (a == "--max-processes") max_processes = std::atoi(argv[i + 1]);
   }
   const fs::path examples = fs::path(KF_SOURCE_DIR) / "examples";
   const fs::path work = fs::temp_directory_path() / ("kf_noise_bench_" + std::to_string(getpid()));
   fs::create_directories(work);
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("noise_bench: %d paired runs (budget %.0f s per benchmark) and %d separate runs per row, %ld cores, "
-              "hog = %ld busy process(es), allocator %s, processes per paired evaluation %d (0: kf's default)\n",
-              runs, budget, separate_runs, cores, std::max(1L, cores - 1), allocator.c_str(), processes);
+              "hog = %ld busy process(es), allocator %s, processes per paired evaluation %d, at most %d "
+              "(0: kf's default)\n",
+              runs, budget, separate_runs, cores, std::max(1L, cores - 1), allocator.c_str(), processes, max_processes);
   struct TaskCase {
     const char* name;
     fs::path dir;
     std::string identical;
+    const char* comment;  // how a line comment starts in the candidate's language
   };
   kf::KernelBenchImportOptions kb;
   kb.problem = fs::path(KF_SHARED_DIR) / "kernelbench" / "level1" / "23_Softmax.py";
@@ -177,8 +216,9 @@ int main(int argc, char** argv) {
   kb.output_dir = work / "kb_softmax";
   kf::ImportKernelBench(kb);
   const std::vector<TaskCase> tasks = {
-      {"bias_relu", examples / "tasks" / "bias_relu", ReadFile(examples / "candidates" / "bias_relu" / "identical.cpp")},
-      {"kb_softmax", kb.output_dir, ""}};
+      {"bias_relu", examples / "tasks" / "bias_relu",
+       ReadFile(examples / "candidates" / "bias_relu" / "identical.cpp"), "//"},
+      {"kb_softmax", kb.output_dir, "", "#"}};
   int bad = 0;
   for (const TaskCase& t : tasks) {
     std::string identical = t.identical;
@@ -190,14 +230,16 @@ int main(int argc, char** argv) {
     }
     for (const bool hog : {false, true}) {
       for (const char* mode : {"paired", "separate"}) {
-        const kf::Task task = Load(t.dir, budget, allocator, processes);
+        const kf::Task task = Load(t.dir, budget, allocator, processes, max_processes);
         Row row{std::string(t.name) + " identical, " + mode + (hog ? ", with hog" : ", quiet"), {}};
         if (row.name.find(only) == std::string::npos) continue;
         std::unique_ptr<Hog> h;
         if (hog) h = std::make_unique<Hog>(static_cast<int>(std::max(1L, cores - 1)));
         const int n = std::string(mode) == "paired" ? runs : separate_runs;
         const bool separate = std::string(mode) == "separate";
-        for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, identical, work, separate));
+        for (int i = 0; i < n; ++i) {
+          row.samples.push_back(EvaluateOnce(task, i == 0 ? Changed(identical, t.comment) : identical, work, separate));
+        }
         h.reset();
         Print(row, true);
         if (std::string(mode) == "paired") {
@@ -208,17 +250,26 @@ int main(int argc, char** argv) {
       }
     }
   }
-  // Candidates that really differ from the reference: their ratio should be stable (max/min ≤ 1.1).
+  // Candidates that really differ from the reference: their ratio should be stable (max/min ≤ 1.1). The README
+  // example (fast.cpp) also under the hog: its interval should stay within ±3 % there.
   for (const char* file : {"fast.cpp", "three_temporaries.cpp"}) {
     const std::string code = ReadFile(examples / "candidates" / "bias_relu" / file);
-    for (const char* mode : {"paired", "separate"}) {
-      Row row{std::string("bias_relu ") + file + ", " + mode + ", quiet", {}};
-      if (row.name.find(only) == std::string::npos) continue;
-      const kf::Task task = Load(examples / "tasks" / "bias_relu", budget, allocator, processes);
-      const int n = std::string(mode) == "paired" ? runs : separate_runs;
-      const bool separate = std::string(mode) == "separate";
-      for (int i = 0; i < n; ++i) row.samples.push_back(EvaluateOnce(task, code, work, separate));
-      Print(row, false);
+    for (const bool hog : {false, true}) {
+      if (hog && std::string(file) != "fast.cpp") continue;
+      for (const char* mode : {"paired", "separate"}) {
+        Row row{std::string("bias_relu ") + file + ", " + mode + (hog ? ", with hog" : ", quiet"), {}};
+        if (row.name.find(only) == std::string::npos) continue;
+        const kf::Task task = Load(examples / "tasks" / "bias_relu", budget, allocator, processes, max_processes);
+        std::unique_ptr<Hog> h;
+        if (hog) h = std::make_unique<Hog>(static_cast<int>(std::max(1L, cores - 1)));
+        const int n = std::string(mode) == "paired" ? runs : separate_runs;
+        const bool separate = std::string(mode) == "separate";
+        for (int i = 0; i < n; ++i) {
+          row.samples.push_back(EvaluateOnce(task, i == 0 ? Changed(code) : code, work, separate));
+        }
+        h.reset();
+        Print(row, false);
+      }
     }
   }
   std::error_code ec;

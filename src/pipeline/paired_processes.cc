@@ -92,6 +92,10 @@ ProcessPlan ProcessPlan::FromJson(const Json& o) {
   return plan;
 }
 
+double ProcessPlan::ProcessBudget() const {
+  return std::max(0.5, timing.budget_s / static_cast<double>(max_processes));
+}
+
 PairedRecord MergeRecords(const std::vector<PairedRecord>& records, const PairedOptions& options) {
   if (records.empty()) throw Error(ErrorKind::kInvalidArgument, "no records to merge", "", "records");
   if (records.size() == 1) return records.front();

@@ -176,16 +176,17 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
                   std::string("eval_config.timing.") + key);
     }
   }
-  // eval_config.timing.processes: paired runs per candidate, each a fresh test process with 1/processes of the
-  // budget, merged at the process level (pipeline/paired_processes.hpp). Default 3: with one process, 9 of 20
-  // intervals of identical candidates under a CPU hog missed 1.00 (a per-process offset); with three, 40 of 40
-  // (bias_relu and a softmax, quiet and with the hog) covered it, speedups 0.983–1.015 (bench/noise_bench,
-  // 2026-12-01, README).
-  // eval_config.timing.max_processes (default 3 × processes): more processes run while the merged interval
-  // misses the target and the budget allows (RunPairedProcesses).
+  // eval_config.timing.processes: paired runs per candidate that always run, each a fresh test process, merged at
+  // the process level (pipeline/paired_processes.hpp). With one process, 9 of 20 intervals of identical
+  // candidates under a CPU hog missed 1.00 (a per-process offset); with three, 40 of 40 covered it
+  // (bench/noise_bench, 2026-12-01, README). eval_config.timing.max_processes (default 3 × processes): more
+  // processes run while the merged interval misses the target and the budget allows; each gets budget_s /
+  // max_processes of loop time (ProcessPlan::ProcessBudget). Default 4 (so up to 12): the interval is set by the
+  // spread between processes over √processes, so bias_relu fast.cpp reached ±1.4–1.8 % with 12 processes where
+  // 3 gave ±2.0–4.7 % (README "Decisive verdicts", 2026-12-03).
   // $KF_TIMING_PROCESSES changes the default machine-wide (a CI run that needs verdicts, not precision).
   if (!o.contains("processes")) {
-    o["processes"] = 3;
+    o["processes"] = 4;
     if (const char* env = std::getenv("KF_TIMING_PROCESSES"); env && *env) {
       const std::string text = env;
       const bool digits = text.size() <= 2 && std::all_of(text.begin(), text.end(), [](char c) {
@@ -258,17 +259,19 @@ PhaseRun RunPairedProcesses(const EvaluateOptions& options, const Harness& harne
   const double budget = plan.timing.budget_s;
   const int64_t processes = plan.processes, max_processes = plan.max_processes;
   std::vector<PhaseRun> runs;
-  double spent_s = 0;  // wall seconds of the processes so far
+  double spent_s = 0;  // timing-loop seconds of the processes so far (the longest benchmark's in each)
   for (int64_t i = 0; i == 0 || !options.stop.stop_requested(); ++i) {
     if (i >= processes) {
+      // A process's loop ends with the round that crosses its share, so the last one that was planned for
+      // may find a little less than its share left: 10 % slack.
       const double per_process = spent_s / static_cast<double>(i);
-      if (i >= max_processes || spent_s + per_process > budget ||
+      if (i >= max_processes || spent_s + per_process > 1.1 * budget ||
           paired_processes::ReachedTarget(runs, plan.timing)) {
         break;
       }
     }
     TestRequest one = req;
-    one.timing_options["budget_s"] = std::max(0.5, budget / static_cast<double>(processes));
+    one.timing_options["budget_s"] = plan.ProcessBudget();
     one.timing_options["seed"] = plan.timing.seed + static_cast<uint64_t>(i);
     EvaluateOptions numbered = options;  // progress names the process: "custom+reference [2/3]"
     if (options.progress) {
@@ -280,7 +283,11 @@ PhaseRun RunPairedProcesses(const EvaluateOptions& options, const Harness& harne
       };
     }
     runs.push_back(RunPhase(numbered, Phase::kPerformance, one, [&] { return harness.Performance(one); }));
-    spent_s += runs.back().wall_s;
+    double loop_s = 0;
+    if (runs.back().timing) {
+      for (const auto& [name, record] : runs.back().timing->records) loop_s = std::max(loop_s, record.elapsed_s);
+    }
+    spent_s += loop_s > 0 ? loop_s : runs.back().wall_s;
     if (!IsCorrectFamily(runs.back().verdict.status) || !runs.back().timing) break;
   }
   return paired_processes::MergeRuns(std::move(runs), plan.timing);
