@@ -134,6 +134,60 @@ TimedConditions TimedConditionsFromConfig(const Json& config) {
   return c;
 }
 
+// The keys of eval_config.timing that only the pytest plugin reads (kernelfoundry.paired.DEFAULTS beyond
+// PairedOptions, which PairedOptionsFromJson checks), checked here before anything is built; any key that neither
+// kf nor the plugin knows is refused too. Regression (stranger test, 2026-12-03): `output_rtol: -1` was built and
+// then judged a cheat (output_changed_under_timing), `value_sets: -1` silently ran one value set (no rotation),
+// an unknown key built and ended `no_measurement` with exit code 0.
+void CheckPluginTimingKeys(const Json& o) {
+  enum class Kind { kWhole, kNumber, kBool };
+  struct Key {
+    const char* name;
+    Kind kind;
+    double low, high;  // the allowed range (kWhole, kNumber), both ends included
+    const char* expected;
+  };
+  static constexpr Key kPlugin[] = {
+      {"value_sets", Kind::kWhole, 1, 64, "a whole number from 1 to 64"},
+      {"value_sets_max_bytes", Kind::kWhole, 1, 1e15, "a whole number of bytes >= 1"},
+      {"perturbation", Kind::kNumber, 0, 0.5, "a number from 0 to 0.5"},
+      {"output_rtol", Kind::kNumber, 0, 1e9, "a number >= 0"},
+      {"output_atol_rms", Kind::kNumber, 0, 1e9, "a number >= 0"},
+      {"output_min_ok", Kind::kNumber, 0, 1, "a number from 0 to 1"},
+      {"l2_flush", Kind::kBool, 0, 0, "true or false"},
+  };
+  // Read by PairedOptionsFromJson (paired_wire.hpp) and by the pipeline (processes, max_processes).
+  static constexpr const char* kChecked[] = {
+      "target_rel_half_width", "budget_s", "warmup_budget_fraction", "min_rounds", "max_rounds",
+      "warmup_min_rounds", "warmup_window", "warmup_tolerance", "min_sample_s", "quiesce_max_s", "check_fraction",
+      "seed", "after_return_cpu_ratio", "suspicious_speedup", "processes", "max_processes"};
+  std::string known;
+  for (const char* k : kChecked) known += std::string(known.empty() ? "" : ", ") + k;
+  for (const Key& k : kPlugin) known += std::string(", ") + k.name;
+  for (const auto& [name, value] : o.items()) {
+    const Key* key = nullptr;
+    for (const Key& k : kPlugin) {
+      if (name == k.name) key = &k;
+    }
+    if (key == nullptr) {
+      if (std::find_if(std::begin(kChecked), std::end(kChecked), [&](const char* k) { return name == k; }) ==
+          std::end(kChecked)) {
+        throw Error(ErrorKind::kInvalidArgument, "unknown timing option; expected one of " + known, "config.yaml",
+                    "eval_config.timing." + name);
+      }
+      continue;
+    }
+    const bool ok = key->kind == Kind::kBool
+                        ? value.is_boolean()
+                        : (key->kind == Kind::kWhole ? value.is_number_integer() : value.is_number()) &&
+                              value.get<double>() >= key->low && value.get<double>() <= key->high;
+    if (!ok) {
+      throw Error(ErrorKind::kInvalidArgument, std::string("expected ") + key->expected + ", got " + value.dump(),
+                  "config.yaml", "eval_config.timing." + name);
+    }
+  }
+}
+
 // The paired timing options: config eval_config.timing (kernelfoundry.paired.DEFAULTS keys), with the time
 // budget per benchmark capped so that all of the task's benchmarks fit in 60 % of its test_timeout.
 Json TimingOptions(const Task& task, const HarnessLimits& limits) {
@@ -185,7 +239,8 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   // spread between processes over √processes, so bias_relu fast.cpp reached ±1.4–1.8 % with 12 processes where
   // 3 gave ±2.0–4.7 % (README "Decisive verdicts", 2026-12-03).
   // $KF_TIMING_PROCESSES changes the default machine-wide (a CI run that needs verdicts, not precision).
-  if (!o.contains("processes")) {
+  const bool explicit_processes = o.contains("processes");
+  if (!explicit_processes) {
     o["processes"] = 4;
     if (const char* env = std::getenv("KF_TIMING_PROCESSES"); env && *env) {
       const std::string text = env;
@@ -202,11 +257,7 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
     }
   }
   // eval_config.timing.l2_flush: cold-cache timing on a device (a buffer of 2 x L2 overwritten before every sample;
-  // python/task/kernelfoundry/device_timing.py, sdk/device_timing.hpp). Both sides read it as a boolean.
-  if (o.contains("l2_flush") && !o["l2_flush"].is_boolean()) {
-    throw Error(ErrorKind::kInvalidArgument, "expected true or false, got " + o["l2_flush"].dump(), "config.yaml",
-                "eval_config.timing.l2_flush");
-  }
+  // python/task/kernelfoundry/device_timing.py, sdk/device_timing.hpp), checked with the plugin's keys below.
   for (const auto& [key, top] : {std::pair<const char*, int64_t>{"processes", 16}, {"max_processes", 48}}) {
     if (o.contains(key) &&
         !(o[key].is_number_integer() && o[key].get<int64_t>() >= 1 && o[key].get<int64_t>() <= top)) {
@@ -215,6 +266,17 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
                   "config.yaml", std::string("eval_config.timing.") + key);
     }
   }
+  // max_processes below processes: a config that set both contradicts itself; one that set only max_processes
+  // caps the default (or $KF_TIMING_PROCESSES) processes.
+  if (o.contains("max_processes") && o["max_processes"].get<int64_t>() < o["processes"].get<int64_t>()) {
+    if (explicit_processes) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "expected at least processes (" + o["processes"].dump() + "), got " + o["max_processes"].dump(),
+                  "config.yaml", "eval_config.timing.max_processes");
+    }
+    o["processes"] = o["max_processes"];
+  }
+  CheckPluginTimingKeys(o);
   return o;
 }
 

@@ -170,6 +170,15 @@ TEST_F(EvaluateFake, BadTimingOptionsAreAConfigErrorNamingTheKeyBeforeAnyBuild) 
       {"  budget_s: fast\n", "eval_config.timing.budget_s"},
       {"  target_rel_half_width: 0\n", "eval_config.timing.target_rel_half_width"},
       {"  min_rounds: 2.5\n", "eval_config.timing.min_rounds"},
+      // Stranger test, 2026-12-03: these were built, then judged a cheat (output_rtol), run with one value set
+      // (value_sets), ended no_measurement with exit 0 (an unknown key, a non-number perturbation) or ran with
+      // max_processes raised to processes.
+      {"  output_rtol: -1\n", "eval_config.timing.output_rtol"},
+      {"  value_sets: -1\n", "eval_config.timing.value_sets"},
+      {"  perturbation: lots\n", "eval_config.timing.perturbation"},
+      {"  bogus_key: 3\n", "eval_config.timing.bogus_key"},
+      {"  l2_flush: 1\n", "eval_config.timing.l2_flush"},
+      {"  processes: 4\n   max_processes: 1\n", "eval_config.timing.max_processes"},
   };
   for (const auto& [yaml, field] : cases) {
     EvaluateOptions o;
@@ -184,6 +193,19 @@ TEST_F(EvaluateFake, BadTimingOptionsAreAConfigErrorNamingTheKeyBeforeAnyBuild) 
     }
     EXPECT_TRUE(harness_.calls().empty()) << yaml;
   }
+}
+
+// max_processes alone caps the default processes (4) instead of contradicting it: two timed processes run.
+TEST_F(EvaluateFake, MaxProcessesAloneCapsTheDefaultProcesses) {
+  const char* before = std::getenv("KF_TIMING_PROCESSES");
+  const std::string saved = before ? before : "";
+  unsetenv("KF_TIMING_PROCESSES");
+  EvaluateOptions o;
+  o.harness = &harness_;
+  Evaluate(MakeTask("eval_config:\n timing:\n   max_processes: 2\n"), std::nullopt, o);
+  if (before) setenv("KF_TIMING_PROCESSES", saved.c_str(), 1);
+  const auto& calls = harness_.calls();
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "performance custom+reference cpu"), 2);
 }
 
 TEST_F(EvaluateFake, CandidateBuildFailureIsBuildErrorAndNothingIsTested) {

@@ -55,6 +55,11 @@ DEFAULTS = {
     "target_rel_half_width": 0.02,  # stop once the 95 % CI half-width is ≤ 2 % of the median ratio
     "budget_s": 20.0,               # per benchmark, warm-up included
     "min_rounds": 12,
+    "max_rounds": 1_000_000,
+    "warmup_budget_fraction": 0.3,  # the warm-up's knobs (include/kernelfoundry/paired.hpp, PairedOptions)
+    "warmup_min_rounds": 3,
+    "warmup_window": 5,
+    "warmup_tolerance": 0.05,
     "check_fraction": 0.2,          # share of rounds whose outputs and inputs are checked (first 3 always)
     "quiesce_max_s": 0.05,
     "min_sample_s": 2e-4,
