@@ -1,5 +1,6 @@
 // RecordRun: the job lifecycle around one evaluation, with cancellation (see kernelfoundry/record.hpp).
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -99,7 +100,21 @@ RecordedRun RecordRun(Store& store, const Task& task, const RunFn& run, const Re
     store.InsertJobLogs(ProcessLogs(*out, rec.job_id, rec.kernel_uuid, options.lineage));
     rec.canceled = update({.status = options.validate ? JobStatus::kValidated : JobStatus::kComplete});
   } catch (...) {
+    // The job says why it failed (a config refused before any build had left a FAIL row with no log: stranger
+    // test, 2026-12-03): one ERROR line in job_logs with the error's message.
+    std::string why = "unknown error";
     try {
+      throw;
+    } catch (const std::exception& e) {
+      why = e.what();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): not an exception type: the default text above
+    }
+    try {
+      JobLog line;
+      line.job_id = rec.job_id;
+      line.level = "ERROR";
+      line.message = why;
+      store.InsertJobLogs({line});
       (void)store.UpdateJob(rec.job_id, {.status = JobStatus::kFail});  // kCanceled: it stays CANCELED
     } catch (...) {  // NOLINT(bugprone-empty-catch): the original error matters more
     }

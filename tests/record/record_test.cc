@@ -274,6 +274,12 @@ TEST_P(RecordRunTest, ExceptionMarksTheJobFailAndIsRethrown) {
   EXPECT_EQ(store_->GetJob(1)["status"], "FAIL");
   EXPECT_FALSE(store_->GetJob(1)["finished_at"].is_null());
   EXPECT_EQ(store_->CountKernels({}), 0);
+  // The FAIL row says why (stranger test, 2026-12-03: a config refused before any build left a FAIL job with
+  // an empty log).
+  const std::vector<Json> logs = store_->ListJobLogs(1);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0]["level"], "ERROR");
+  EXPECT_NE(logs[0]["message"].get<std::string>().find("disk gone"), std::string::npos) << logs[0].dump();
 }
 
 // Reference bug: RecordRun ignored UpdateJob's kCanceled. A job canceled before the start is not run.
