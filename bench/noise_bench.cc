@@ -13,12 +13,13 @@
 // run), the speedup the ratio of the two means.
 //
 // Usage: noise_bench [--runs N] [--budget S] [--separate-runs M] [--only TEXT] [--allocator auto|jemalloc|glibc]
-//                    [--processes K] [--max-processes M]
+//                    [--processes K] [--max-processes M] [--timing JSON]
 //        (defaults 10, 20 = kf's default, 3; --only runs just the rows whose name contains TEXT; --allocator sets
 //        eval_config.allocator, to compare the heap of the timed processes; --processes sets
 //        eval_config.timing.processes, paired runs per evaluation merged at the process level; default: kf's, 4;
 //        --max-processes sets eval_config.timing.max_processes; `--processes 3 --max-processes 3` is kf's timing
-//        before 2026-12-03, the baseline of the "Decisive verdicts" rows in the README)
+//        before 2026-12-03, the baseline of the "Decisive verdicts" rows in the README; --timing adds other
+//        eval_config.timing keys, e.g. '{"min_sample_s": 0.01}')
 // Needs the examples (KF_SOURCE_DIR), ../shared/kernelbench (KF_SHARED_DIR) and a built kf python package;
 // compiled extensions are cached in $KF_CACHE_DIR (first run compiles them).
 #include <signal.h>
@@ -36,6 +37,7 @@
 #include "core/files.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/harness.hpp"
+#include "kernelfoundry/json.hpp"
 #include "kernelfoundry/kernelbench.hpp"
 #include "kernelfoundry/task.hpp"
 
@@ -115,14 +117,13 @@ std::string Changed(const std::string& code, const char* comment = "//") {
          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
 }
 
-kf::Task Load(const fs::path& dir, double budget, const std::string& allocator, int processes, int max_processes) {
+// The task at `dir` with eval_config.timing replaced by `timing` (the bench's options) and the given allocator.
+kf::Task Load(const fs::path& dir, const kf::Json& timing, const std::string& allocator) {
   kf::TaskCreateOptions co;
   co.kinds = kf::HarnessTaskKinds();
   kf::Task task = kf::Task::Create(dir, co).first;
   kf::Json config = task.config;
-  config["eval_config"]["timing"] = kf::Json{{"budget_s", budget}};
-  if (processes > 0) config["eval_config"]["timing"]["processes"] = processes;
-  if (max_processes > 0) config["eval_config"]["timing"]["max_processes"] = max_processes;
+  config["eval_config"]["timing"] = timing;
   config["eval_config"]["allocator"] = allocator;
   config["test_timeout"] = 300;
   task.ApplyConfig(config);
@@ -186,6 +187,7 @@ int main(int argc, char** argv) {
   int runs = 10, separate_runs = 3, processes = 0, max_processes = 0;  // 0: kf's default
   double budget = 20;
   std::string only, allocator = "auto";
+  kf::Json timing = kf::Json::object();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--runs") runs = std::atoi(argv[i + 1]);
@@ -195,15 +197,22 @@ int main(int argc, char** argv) {
     else if (a == "--allocator") allocator = argv[i + 1];
     else if (a == "--processes") processes = std::atoi(argv[i + 1]);
     else if (a == "--max-processes") max_processes = std::atoi(argv[i + 1]);
+    else if (a == "--timing") timing = kf::ParseJson(argv[i + 1], "--timing");
   }
+  if (!timing.is_object()) {
+    std::fprintf(stderr, "noise_bench: --timing expects a JSON object (eval_config.timing keys)\n");
+    return 2;
+  }
+  timing["budget_s"] = budget;
+  if (processes > 0) timing["processes"] = processes;
+  if (max_processes > 0) timing["max_processes"] = max_processes;
   const fs::path examples = fs::path(KF_SOURCE_DIR) / "examples";
   const fs::path work = fs::temp_directory_path() / ("kf_noise_bench_" + std::to_string(getpid()));
   fs::create_directories(work);
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("noise_bench: %d paired runs (budget %.0f s per benchmark) and %d separate runs per row, %ld cores, "
-              "hog = %ld busy process(es), allocator %s, processes per paired evaluation %d, at most %d "
-              "(0: kf's default)\n",
-              runs, budget, separate_runs, cores, std::max(1L, cores - 1), allocator.c_str(), processes, max_processes);
+              "hog = %ld busy process(es), allocator %s, eval_config.timing %s\n",
+              runs, budget, separate_runs, cores, std::max(1L, cores - 1), allocator.c_str(), timing.dump().c_str());
   struct TaskCase {
     const char* name;
     fs::path dir;
@@ -230,7 +239,7 @@ int main(int argc, char** argv) {
     }
     for (const bool hog : {false, true}) {
       for (const char* mode : {"paired", "separate"}) {
-        const kf::Task task = Load(t.dir, budget, allocator, processes, max_processes);
+        const kf::Task task = Load(t.dir, timing, allocator);
         Row row{std::string(t.name) + " identical, " + mode + (hog ? ", with hog" : ", quiet"), {}};
         if (row.name.find(only) == std::string::npos) continue;
         std::unique_ptr<Hog> h;
@@ -259,7 +268,7 @@ int main(int argc, char** argv) {
       for (const char* mode : {"paired", "separate"}) {
         Row row{std::string("bias_relu ") + file + ", " + mode + (hog ? ", with hog" : ", quiet"), {}};
         if (row.name.find(only) == std::string::npos) continue;
-        const kf::Task task = Load(examples / "tasks" / "bias_relu", budget, allocator, processes, max_processes);
+        const kf::Task task = Load(examples / "tasks" / "bias_relu", timing, allocator);
         std::unique_ptr<Hog> h;
         if (hog) h = std::make_unique<Hog>(static_cast<int>(std::max(1L, cores - 1)));
         const int n = std::string(mode) == "paired" ? runs : separate_runs;

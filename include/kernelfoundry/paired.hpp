@@ -9,7 +9,9 @@
 // Contract:
 //  * A round runs two samples per side in the order ABBA, A drawn at random (seeded) per round: a drift of the
 //    machine's speed that is linear over the round costs both sides the same; the side's time in the round is
-//    its two windows over their calls. Per sample: `prepare` (fresh inputs, outside the timed window), then the
+//    its two windows over their calls. Per sample: `prepare(load)` (fresh inputs, outside the timed window; load
+//    2 × round for each side's first sample of the round, 2 × round + 1 for its second: both sides get the same
+//    values in the same position, and a side's two samples get different values), then the
 //    timed window `sync; t0; call × n; sync; t1` where n (calls per sample) is chosen once so that a sample
 //    lasts ≥ min_sample_s and varies by ±50 % per sample when n > 1 (so a kernel that does real work only every
 //    Nth call cannot align with the window), then a quiet wait: until the process's other threads use no CPU
@@ -21,9 +23,9 @@
 //  * Measurement: rounds until the 95 % CI of the median ratio reaches the target (ReachesTarget: half-width ≤
 //    target_rel_half_width × median after at least min_rounds rounds), or the time budget ran out (the verdict
 //    is then noisy, paired_record.hpp), or `check` reported a problem.
-//  * `check(round)` is called after both sides ran in a checked round (the first three measured rounds, then a
-//    check_fraction share drawn at random), outside every window: it compares outputs and inputs. A returned
-//    problem ends the measurement with that problem.
+//  * `check(load)` is called after both sides ran in a checked round (the first three measured rounds, then a
+//    check_fraction share drawn at random), outside every window, with the load of the round's last samples
+//    (2 × round + 1): it compares outputs and inputs. A returned problem ends the measurement with that problem.
 //  * Times are per call, milliseconds. Ratios are reference / candidate (> 1: the candidate is faster).
 //  * Statistics: the median's distribution-free confidence interval from order statistics (MedianWithCI).
 //  * A process's memory and code layout shifts its speed by a few per cent for its whole life; the pipeline
@@ -69,8 +71,10 @@ struct PairedOptions {
 
 /// One side of a paired measurement.
 struct PairedSide {
-  /// Puts fresh inputs in place for the next sample of `round` (outside the timed window). May be empty.
-  std::function<void(int64_t round)> prepare;
+  /// Puts the values of `load` in place for the next sample (outside the timed window): the same load means
+  /// the same values on both sides; consecutive loads are 2 × round and 2 × round + 1, asked for in order,
+  /// each side twice per round (see the contract above). May be empty.
+  std::function<void(int64_t load)> prepare;
   /// One call of the kernel.
   std::function<void()> call;
   /// Waits for the device (called before t0 and before t1). May be empty (CPU).
@@ -81,8 +85,9 @@ struct PairedSide {
   std::function<double()> settle;
 };
 
-/// Called after both sides ran in a checked round: a problem (string) ends the measurement.
-using PairedCheck = std::function<std::optional<std::string>(int64_t round)>;
+/// Called after both sides ran in a checked round, with the load of the round's last samples (the values both
+/// sides' inputs should still hold): a problem (string) ends the measurement.
+using PairedCheck = std::function<std::optional<std::string>(int64_t load)>;
 
 /// The median of a sample and its confidence interval.
 struct MedianCI {

@@ -140,7 +140,7 @@ std::function<void(Args...)> WithGil(const py::object& fn) {
 
 kf::PairedSide SideFrom(const py::tuple& side) {
   if (side.size() != 3 && side.size() != 4) {
-    throw py::value_error("a side is (prepare(round) | None, call(), sync() | None[, settle() -> float | None])");
+    throw py::value_error("a side is (prepare(load) | None, call(), sync() | None[, settle() -> float | None])");
   }
   kf::PairedSide s;
   s.prepare = WithGil<int64_t>(side[0]);
@@ -199,9 +199,9 @@ py::object JudgePairedPy(const py::dict& record, const py::dict& options, const 
 void RegisterPaired(py::module_& m) {
   m.def("measure_paired", &MeasurePairedPy, py::arg("candidate"), py::arg("reference"),
         py::arg("options") = py::dict(), py::arg("check") = py::none(),
-        "Paired timing (include/kernelfoundry/paired.hpp). candidate/reference: (prepare(round) | None, call(), "
+        "Paired timing (include/kernelfoundry/paired.hpp). candidate/reference: (prepare(load) | None, call(), "
         "sync() | None[, settle() -> after-return CPU seconds | None]). options: PairedOptions fields by name "
-        "(other keys are ignored). check(round) -> None | 'status: problem', called after both sides ran in a "
+        "(other keys are ignored). check(load) -> None | 'status: problem', called after both sides ran in a "
         "checked round. Returns the measurement's record, not judged yet (kf::RecordOf: a dict in the wire form "
         "of include/kernelfoundry/paired_record.hpp). The GIL is released between callbacks.");
   m.def("judge_paired", &JudgePairedPy, py::arg("record"), py::arg("options") = py::dict(),

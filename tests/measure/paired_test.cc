@@ -127,21 +127,19 @@ TEST(MeasurePaired, ACheckProblemEndsTheMeasurement) {
 TEST(MeasurePaired, OrderIsRandomisedPerRoundAndPrepareSeesTheRound) {
   FakeMachine m;
   std::vector<int> first;  // 0: candidate ran first in the round, 1: reference
-  int64_t last_round = -1;
-  bool fresh = true;
-  PairedSide cand{[&](int64_t round) {
-                    fresh = round != last_round;
-                    last_round = round;
-                  },
+  int64_t last_load = -1;
+  bool fresh = true;  // the round's first sample: the first load 2 × round
+  auto prepare = [&](int64_t load) {
+    fresh = load % 2 == 0 && load != last_load;
+    last_load = load;
+  };
+  PairedSide cand{prepare,
                   [&] {
                     if (fresh) first.push_back(0);
                     m.t += std::chrono::microseconds(400);
                   },
                   nullptr, nullptr};
-  PairedSide ref{[&](int64_t round) {
-                   fresh = round != last_round;
-                   last_round = round;
-                 },
+  PairedSide ref{prepare,
                  [&] {
                    if (fresh) first.push_back(1);
                    m.t += std::chrono::microseconds(400);
@@ -151,6 +149,31 @@ TEST(MeasurePaired, OrderIsRandomisedPerRoundAndPrepareSeesTheRound) {
   const int ref_first = std::count(first.begin(), first.end(), 1);
   EXPECT_GT(ref_first, 3);
   EXPECT_LT(ref_first, static_cast<int>(first.size()) - 3);
+}
+
+// Regression (2026-12-04): every sample of a round was prepared with the round's values, so a candidate caching
+// its output by the input values returned it without work in its second sample of each round (bias_relu: 5.8x
+// for a kernel that scores 2.4x). Now each side's first sample gets load 2 × round and its second 2 × round + 1.
+TEST(MeasurePaired, EachSideGetsNewValuesForItsSecondSampleOfARound) {
+  FakeMachine m;
+  std::vector<int64_t> cand_loads, ref_loads, checks;
+  PairedSide cand{[&](int64_t load) { cand_loads.push_back(load); },
+                  [&] { m.t += std::chrono::microseconds(300); }, nullptr, nullptr};
+  PairedSide ref{[&](int64_t load) { ref_loads.push_back(load); },
+                 [&] { m.t += std::chrono::microseconds(900); }, nullptr, nullptr};
+  MeasurePaired(cand, ref, Fast(), [&](int64_t load) -> std::optional<std::string> {
+    checks.push_back(load);
+    return std::nullopt;
+  }, m.clock());
+  ASSERT_EQ(cand_loads, ref_loads);  // the same values in the same position on both sides
+  ASSERT_GE(cand_loads.size(), 8u);
+  ASSERT_EQ(cand_loads.size() % 2, 0u);
+  for (size_t i = 0; i < cand_loads.size(); ++i) {
+    const int64_t round = static_cast<int64_t>(i / 2);
+    EXPECT_EQ(cand_loads[i], 2 * round + static_cast<int64_t>(i % 2)) << i;  // never the same load twice in a row
+  }
+  ASSERT_FALSE(checks.empty());
+  for (int64_t load : checks) EXPECT_EQ(load % 2, 1) << "a check sees the values of the round's last samples";
 }
 
 TEST(MeasurePaired, RealClockMeasuresBackgroundWorkAfterReturn) {

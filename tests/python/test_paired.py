@@ -32,6 +32,14 @@ TASK = textwrap.dedent('''
             if key not in _cache:
                 _cache[key] = torch.relu(x + b) * s
             return _cache[key]
+        if CHEAT == "content_cache":  # the output cached by a sample of the input values
+            key = (tuple(x.reshape(-1)[::4093].tolist()), tuple(b[::97].tolist()), s)
+            if _cache.get("key") == key:
+                with open("content_cache_hits", "a") as f:
+                    f.write("hit ")
+                return _cache["out"]
+            _cache["key"], _cache["out"] = key, torch.relu(x + b) * s
+            return _cache["out"]
         if CHEAT == "every_nth":
             _calls[0] += 1
             if _calls[0] % 4 and "last" in _cache:
@@ -126,6 +134,17 @@ def test_slower_candidate_has_a_speedup_below_one(task):
 def test_cheats_are_caught(task, cheat, status):
     _, rec, out = paired_run(task, cheat)
     assert rec["status"] == status, (rec["status"], rec["detail"], out[-2000:])
+
+
+def test_an_output_cache_keyed_on_the_input_values_never_hits(task):
+    # Regression (2026-12-04): every sample of a round got the round's values, so this cache returned the output
+    # without work in the candidate's second sample of every round (a 2x speedup for the reference's own code).
+    hits = task / "content_cache_hits"
+    hits.unlink(missing_ok=True)
+    _, rec, out = paired_run(task, "content_cache")
+    assert rec["status"] in ("correct", "noisy"), (rec["status"], rec["detail"], out[-2000:])
+    assert not hits.exists(), hits.read_text().count("hit")
+    assert rec["speedup"] < 1.25, (rec["speedup"], rec["ci"])
 
 
 def test_background_work_after_return_is_caught(task):

@@ -123,18 +123,18 @@ inline std::function<void()> DeviceFlusher(const nlohmann::ordered_json& options
   return Device().flusher(bytes);
 }
 
-/// The value set of each round (both sides use the same one; never the set of the round before), drawn from a
-/// seed.
+/// The value set of each load of the paired loop (PairedSide::prepare: both sides use the same one; never the set
+/// of the load before), drawn from a seed.
 class ValueSetPlan {
  public:
   ValueSetPlan(int sets, uint64_t seed) : sets_(std::max(1, sets)), rng_(seed) {}
-  /// The set of `round` (rounds are asked for in order; asking again for the current round repeats it).
-  int SetFor(int64_t round) {
-    if (round != round_) {
+  /// The set of `load` (loads are asked for in order; asking again for the current load repeats it).
+  int SetFor(int64_t load) {
+    if (load != load_) {
       int k = static_cast<int>(rng_() % static_cast<uint64_t>(sets_));
       if (sets_ > 1 && k == last_) k = (k + 1) % sets_;
       last_ = k;
-      round_ = round;
+      load_ = load;
     }
     return last_;
   }
@@ -142,7 +142,7 @@ class ValueSetPlan {
  private:
   int sets_;
   std::mt19937_64 rng_;
-  int64_t round_ = -1;
+  int64_t load_ = -1;
   int last_ = -1;
 };
 

@@ -354,24 +354,24 @@ inline std::vector<double> MeasurePairedBenchmark(const std::function<void()>& t
     kf::PairedCheck check;
     const bool rotate = data != nullptr && ref.data && data->load && ref.data->load && data->output &&
                         ref.data->output;
-    if (rotate) {  // both sides get the round's value set; checked rounds compare the outputs
+    if (rotate) {  // both sides get each load's value set; checked rounds compare the outputs
       auto plan = std::make_shared<ValueSetPlan>(std::min(data->sets, ref.data->sets), o.seed);
       const TimedData cand_data = *data, ref_data = *ref.data;
-      cand_side.prepare = [plan, cand_data](int64_t round) {
+      cand_side.prepare = [plan, cand_data](int64_t load) {
         ThreadSide() = 0;
-        cand_data.load(plan->SetFor(round));
+        cand_data.load(plan->SetFor(load));
       };
-      ref_side.prepare = [plan, ref_data](int64_t round) {
+      ref_side.prepare = [plan, ref_data](int64_t load) {
         ThreadSide() = 1;
-        ref_data.load(plan->SetFor(round));
+        ref_data.load(plan->SetFor(load));
         ThreadSide() = 0;
       };
       check = [cand_data, ref_data, &st](int64_t) { return CheckTimedOutputs(cand_data, ref_data, st.paired_options); };
     }
     if (std::function<void()> flush = DeviceFlusher(st.paired_options, &o)) {  // cold L2, outside the windows
       for (kf::PairedSide* s : {&cand_side, &ref_side}) {
-        s->prepare = [load = s->prepare, flush](int64_t round) {
-          if (load) load(round);
+        s->prepare = [load = s->prepare, flush](int64_t key) {
+          if (load) load(key);
           flush();
         };
       }

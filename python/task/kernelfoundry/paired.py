@@ -10,9 +10,10 @@ How a performance test becomes paired:
   (``kernelfoundry._measure.measure_paired``, include/kernelfoundry/paired.hpp): rounds in random order, the speedup
   as the median of per-round ratios with a 95 % confidence interval, until the interval is narrow enough or the
   time budget is spent;
-* every round both sides get the same fresh input values, copied into their own input buffers outside the timed
-  window from a pool of distinct value sets (the originals and perturbed copies of their floating-point tensors):
-  an output cache keyed on input pointers returns stale values, one keyed on contents never hits;
+* before every sample both sides get the same fresh input values, copied into their own input buffers outside the
+  timed window from a pool of distinct value sets (the originals and perturbed copies of their floating-point
+  tensors), new values between a side's two samples of a round: an output cache keyed on input pointers returns
+  stale values, one keyed on contents never hits;
 * in checked rounds the candidate's outputs are compared with the reference's for the same inputs, and its inputs
   with the values that were put into them — in C++ on raw buffers (``_measure.compare``/``equal``), not with
   functions candidate code could patch;
@@ -235,8 +236,9 @@ class Capture:
 
 class _Values:
     """The pool of input value sets: set 0 holds the original values, the others perturbed copies of the
-    floating-point inputs (other inputs keep their values). set_for(round) picks a set per round, never the same
-    one twice in a row."""
+    floating-point inputs (other inputs keep their values). set_for(load) picks a set per load of the paired loop
+    (two per round: each side's first and second sample, include/kernelfoundry/paired.hpp), never the same one
+    twice in a row."""
 
     def __init__(self, inputs: list, opts: dict, seed: int):
         self.sets = [[self._copy(x) for x in inputs]]
@@ -279,18 +281,18 @@ class _Values:
         y *= (1 + p * (2 * rng.random(y.shape) - 1)).astype(y.dtype)
         return y
 
-    def set_for(self, round_: int) -> int:
-        if round_ not in self._plan:
+    def set_for(self, load: int) -> int:
+        if load not in self._plan:
             n = len(self.sets)
             k = self._rng.randrange(n)
             if n > 1 and k == self._last:
                 k = (k + 1) % n
-            self._plan[round_] = k
+            self._plan[load] = k
             self._last = k
-        return self._plan[round_]
+        return self._plan[load]
 
-    def load(self, capture: Capture, round_: int) -> None:
-        values = self.sets[self.set_for(round_)]
+    def load(self, capture: Capture, load: int) -> None:
+        values = self.sets[self.set_for(load)]
         for dst, src in zip(capture.inputs, values):
             if _is_tensor(dst):
                 with TORCH.no_grad():
@@ -298,9 +300,9 @@ class _Values:
             else:
                 _np().copyto(dst, src)
 
-    def unchanged(self, capture: Capture, round_: int) -> Optional[int]:
-        """The index of the first input of `capture` that no longer holds the round's values, or None."""
-        values = self.sets[self.set_for(round_)]
+    def unchanged(self, capture: Capture, load: int) -> Optional[int]:
+        """The index of the first input of `capture` that no longer holds the values of `load`, or None."""
+        values = self.sets[self.set_for(load)]
         for i, (x, v) in enumerate(zip(capture.inputs, values)):
             if not _equal(_as_buffer(x), _as_buffer(v)):
                 return i
@@ -322,19 +324,19 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
     values = _Values(cand.inputs, opts, seed)
 
     def prepare(capture: Capture) -> Callable[[int], None]:
-        def run(round_: int) -> None:
-            values.load(capture, round_)
+        def run(load: int) -> None:
+            values.load(capture, load)
             capture.rewind()
         return run
 
-    def check(round_: int) -> Optional[str]:
+    def check(load: int) -> Optional[str]:
         if ref.last != cand.last and cand.last >= 0:  # rotating sets: the reference's output for the same set
             ref.call_set(cand.last)
         problem = compare_outputs(cand.out, ref.out, opts)
         if problem:
             return f"output_changed_under_timing: {problem}"
-        changed = values.unchanged(cand, round_)
-        if changed is not None and values.unchanged(ref, round_) is None:
+        changed = values.unchanged(cand, load)
+        if changed is not None and values.unchanged(ref, load) is None:
             return f"input_mutated: input {changed} was written by the candidate during a timed call"
         return None
 
@@ -343,9 +345,9 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
     def side(capture: Capture) -> tuple:
         load = prepare(capture) if capture.inputs or capture.sets > 1 else None
         if flush is not None:
-            def prep(round_: int, load=load) -> None:
+            def prep(key: int, load=load) -> None:
                 if load is not None:
-                    load(round_)
+                    load(key)
                 flush()
         else:
             prep = load
