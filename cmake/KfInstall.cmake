@@ -5,7 +5,8 @@
 #                                                     Python directory of a candidate's processes
 #   DIR/share/kernelfoundry/python/kernelfoundry/       host side (+ _contain, eval_pipeline/_core): zygote, PCH
 #                                                     builder, Python API (python/README.md)
-#   DIR/share/kernelfoundry/sdk/{include,src}/      task SDK of native test programs (headers + timing loop)
+#   DIR/share/kernelfoundry/sdk/{include,src,lib}/  task SDK of native test programs (headers, timing loop sources
+#                                                  and lib/kf_task_sdk.o, those sources compiled)
 #   DIR/share/kernelfoundry/examples/               example tasks and candidates
 #   DIR/share/doc/kernelfoundry/                    README, docs/
 # Included from the top-level CMakeLists.txt after the targets exist.
@@ -54,6 +55,9 @@ foreach(s IN LISTS KF_MODULE_sdk_SOURCES)
   get_filename_component(dir "${s}" DIRECTORY)
   install(FILES "${PROJECT_SOURCE_DIR}/src/${s}" DESTINATION "${KF_INSTALL_DATADIR}/sdk/src/${dir}")
 endforeach()
+if(KF_TASK_SDK_OBJECT)  # the SDK compiled once (CMakeLists.txt); installed after the sources, so it is newer
+  install(FILES "${KF_TASK_SDK_OBJECT}" DESTINATION "${KF_INSTALL_DATADIR}/sdk/lib")
+endif()
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/examples/" DESTINATION "${KF_INSTALL_DATADIR}/examples"
         PATTERN __pycache__ EXCLUDE PATTERN *.pyc EXCLUDE PATTERN *.so EXCLUDE PATTERN *.o EXCLUDE)

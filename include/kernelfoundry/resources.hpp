@@ -57,12 +57,24 @@ ResourceDir HostPythonDir();
 /// The task SDK of native test programs.
 struct TaskSdk {
   std::filesystem::path include_dir;              ///< add -I<include_dir>; holds kernelfoundry/sdk/task_sdk.hpp
-  std::vector<std::filesystem::path> sources;     ///< the timing-loop .cc files to compile into the program
+  std::vector<std::filesystem::path> sources;     ///< the SDK's .cc files (protocol, timing loop)
+  /// Those sources compiled once (lib/kf_task_sdk.o, a relocatable object: linked wherever it appears on the
+  /// command line), or empty when there is none or it is older than a source or header of the SDK.
+  std::filesystem::path object;
   std::string origin;                             ///< as ResourceDir::origin
+
+  /// The sources, space-separated ($KF_SDK_SOURCE_FILES: for a build that must compile them with its own flags).
+  std::string SourceFiles() const;
+  /// What a test program's build puts on its command line for the SDK ($KF_SDK_SOURCES): the object when
+  /// there is one, else the sources; space-separated.
+  std::string LinkInputs() const;
 };
 
-/// Finds the task SDK: a directory with include/kernelfoundry/sdk/task_sdk.hpp and src/<each SDK source>.
-/// Throws kf::Error(kNotFound, field = "KF_SDK_DIR") naming what was looked for and where.
+/// Finds the task SDK: a directory with include/kernelfoundry/sdk/task_sdk.hpp and src/<each SDK source>, and
+/// its compiled object: <dir>/lib/kf_task_sdk.o, or for this build tree's source tree <build>/sdk/lib/kf_task_sdk.o,
+/// used when it is newer than each SDK source and every file under <dir>/include/kernelfoundry (a stale object beside
+/// edited headers would not match them). Throws kf::Error(kNotFound, field = "KF_SDK_DIR") naming what was looked
+/// for and where.
 TaskSdk FindTaskSdk();
 
 /// The Python interpreter for task-side code (pytest, the collector, build targets, KernelBench

@@ -123,6 +123,24 @@ std::vector<fs::path> SdkMissing(const fs::path& dir) {
   return missing;
 }
 
+// True when `path` (a file) or a regular file below it (a directory) was modified after `than` was, or either
+// cannot be read: a stale object must not be used on a guess.
+bool NewerFileUnder(const fs::path& path, const fs::path& than) {
+  std::error_code ec;
+  const fs::file_time_type limit = fs::last_write_time(than, ec);
+  if (ec) return true;
+  if (!fs::is_directory(path, ec)) {
+    const fs::file_time_type t = fs::last_write_time(path, ec);
+    return ec || t > limit;
+  }
+  for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const fs::file_time_type t = it->last_write_time(ec);
+    if (ec || t > limit) return true;
+  }
+  return static_cast<bool>(ec);
+}
+
 std::string Looked(const std::vector<Candidate>& candidates) {
   std::string out;
   for (const Candidate& c : candidates) out += (out.empty() ? "" : ", ") + c.dir.string() + " (" + c.origin + ")";
@@ -184,6 +202,14 @@ ResourceDir HostPythonDir() {
               "", "KF_PYTHON_HOST_DIR");
 }
 
+std::string TaskSdk::SourceFiles() const {
+  std::string out;
+  for (const fs::path& f : sources) out += (out.empty() ? "" : " ") + f.string();
+  return out;
+}
+
+std::string TaskSdk::LinkInputs() const { return object.empty() ? SourceFiles() : object.string(); }
+
 TaskSdk FindTaskSdk() {
   auto make = [](const fs::path& dir, std::string origin) {
     TaskSdk sdk;
@@ -191,6 +217,11 @@ TaskSdk FindTaskSdk() {
     sdk.include_dir = root / "include";
     for (const std::string& s : SdkSourceList()) sdk.sources.push_back(root / "src" / s);
     sdk.origin = std::move(origin);
+    fs::path object = root / "lib" / "kf_task_sdk.o";
+    if (!IsFile(object) && root == Absolute(KF_SOURCE_DIR)) object = fs::path(KF_BUILD_DIR) / "sdk/lib/kf_task_sdk.o";
+    bool fresh = IsFile(object) && !NewerFileUnder(sdk.include_dir / "kernelfoundry", object);
+    for (const fs::path& source : sdk.sources) fresh = fresh && !NewerFileUnder(source, object);
+    if (fresh) sdk.object = object;
     return sdk;
   };
   auto names = [](const std::vector<fs::path>& missing) {

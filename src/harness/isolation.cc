@@ -266,10 +266,12 @@ std::vector<fs::path> TaskSideReadablePaths() {
   try {
     const TaskSdk sdk = FindTaskSdk();
     out.push_back(sdk.include_dir);
-    for (const fs::path& source : sdk.sources) {
+    std::vector<fs::path> files = sdk.sources;
+    if (!sdk.object.empty()) files.push_back(sdk.object);  // $KF_SDK_SOURCES: the compiled SDK
+    for (const fs::path& file : files) {
       bool seen = false;
-      for (const fs::path& p : out) seen = seen || p == source.parent_path();
-      if (!seen) out.push_back(source.parent_path());
+      for (const fs::path& p : out) seen = seen || p == file.parent_path();
+      if (!seen) out.push_back(file.parent_path());
     }
   } catch (const Error&) {
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -109,7 +110,10 @@ TEST(Resources, SdkFromTheSourceTreeHasTheHeaderAndTheTimingLoopSources) {
     names.push_back(s.lexically_relative(testing::SourceDir() / "src").string());
   }
   EXPECT_EQ(names, (std::vector<std::string>{"measure/measure.cc", "measure/paired.cc", "measure/stats.cc",
-                                             "measure/round.cc", "core/error.cc"}));
+                                             "measure/round.cc", "core/error.cc", "sdk/task_sdk.cc"}));
+  // This build compiled them once (target kf_task_sdk); native builds link that object.
+  EXPECT_EQ(sdk.object, testing::BinaryDir() / "sdk/lib/kf_task_sdk.o");
+  EXPECT_EQ(sdk.LinkInputs(), sdk.object.string());
 }
 
 TEST(Resources, SdkFromTheEnvironmentAndAnIncompleteOneNamesWhatIsMissing) {
@@ -124,11 +128,41 @@ TEST(Resources, SdkFromTheEnvironmentAndAnIncompleteOneNamesWhatIsMissing) {
   EXPECT_NE(e.message().find("missing src/core/error.cc"), std::string::npos) << e.what();
 
   WriteFile(root / "src/core/error.cc", "");
+  WriteFile(root / "src/sdk/task_sdk.cc", "");
   TaskSdk sdk = FindTaskSdk();
   EXPECT_EQ(sdk.origin, "KF_SDK_DIR");
   EXPECT_EQ(sdk.include_dir, fs::canonical(root) / "include");
-  ASSERT_EQ(sdk.sources.size(), 5u);
+  ASSERT_EQ(sdk.sources.size(), 6u);
   EXPECT_EQ(sdk.sources[4], fs::canonical(root) / "src/core/error.cc");
+  EXPECT_TRUE(sdk.object.empty());  // no lib/kf_task_sdk.o: the build compiles the sources
+  EXPECT_EQ(sdk.LinkInputs(), sdk.SourceFiles());
+  EXPECT_EQ(sdk.SourceFiles().find((fs::canonical(root) / "src/measure/measure.cc").string()), 0u);
+}
+
+TEST(Resources, TheCompiledSdkObjectIsUsedOnlyWhenNewerThanEverySourceAndHeader) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "sdk";
+  WriteFile(root / "include/kernelfoundry/sdk/task_sdk.hpp", "");
+  WriteFile(root / "include/kernelfoundry/paired.hpp", "");
+  for (const char* s : {"measure/measure.cc", "measure/paired.cc", "measure/stats.cc", "measure/round.cc",
+                        "core/error.cc", "sdk/task_sdk.cc"})
+    WriteFile(root / "src" / s, "");
+  WriteFile(root / "lib/kf_task_sdk.o", "");
+  const auto now = fs::file_time_type::clock::now();
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.is_regular_file()) fs::last_write_time(e.path(), now - std::chrono::hours(1));
+  }
+  fs::last_write_time(root / "lib/kf_task_sdk.o", now);
+  ScopedEnv env("KF_SDK_DIR", root.c_str());
+  EXPECT_EQ(FindTaskSdk().object, fs::canonical(root) / "lib/kf_task_sdk.o");
+  EXPECT_EQ(FindTaskSdk().LinkInputs(), (fs::canonical(root) / "lib/kf_task_sdk.o").string());
+  // A header edited after the object was built: the object may not match it, so the sources are handed out.
+  fs::last_write_time(root / "include/kernelfoundry/paired.hpp", now + std::chrono::seconds(5));
+  EXPECT_TRUE(FindTaskSdk().object.empty());
+  EXPECT_EQ(FindTaskSdk().LinkInputs(), FindTaskSdk().SourceFiles());
+  fs::last_write_time(root / "include/kernelfoundry/paired.hpp", now - std::chrono::hours(1));
+  fs::last_write_time(root / "src/sdk/task_sdk.cc", now + std::chrono::seconds(5));  // likewise a source
+  EXPECT_TRUE(FindTaskSdk().object.empty());
 }
 
 TEST(Resources, RunningExecutableIsThisTestBinary) {

@@ -30,6 +30,7 @@ for f in bin/kf share/kernelfoundry/python-task/kernelfoundry/__init__.py \
          share/kernelfoundry/python/kernelfoundry/zygote.py share/kernelfoundry/python/kernelfoundry/pch_build.py \
          share/kernelfoundry/sdk/include/kernelfoundry/sdk/task_sdk.hpp \
          share/kernelfoundry/sdk/include/kernelfoundry/measure.hpp share/kernelfoundry/sdk/src/measure/measure.cc \
+         share/kernelfoundry/sdk/src/sdk/task_sdk.cc share/kernelfoundry/sdk/lib/kf_task_sdk.o \
          share/kernelfoundry/examples/tasks/omp_reduction/config.yaml share/kernelfoundry/examples/tasks/bias_relu/task.py; do
   [ -e "$p/$f" ] || fail "the install lacks $f"
 done
@@ -49,6 +50,9 @@ status=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])
 # "noisy" is correct and timed, with a speedup interval wider than the target (a loaded test machine).
 case "$status" in correct|noisy) ;; *) show "$tmp/run.log"; fail "status $status, expected correct (or noisy)";; esac
 grep -q "$share/sdk/include" "$tmp/elsewhere/run.json" || fail "the build did not use the installed SDK ($share/sdk)"
+# The SDK compiled once: the test program links the installed object instead of compiling the SDK's sources.
+grep -q "$share/sdk/lib/kf_task_sdk.o" "$tmp/elsewhere/run.json" ||
+  fail "the build did not link the installed SDK object ($share/sdk/lib/kf_task_sdk.o)"
 echo "kf run omp_reduction fast.cpp from $tmp/elsewhere: status $status"
 
 # 2. Test collection with the installed Python package.
