@@ -132,16 +132,24 @@ def interrupt_a_hanging_evaluation(tmp_path, overrides: dict) -> tuple[float, st
             if e["phase"] == "correctness" and not e["finished"]:
                 print("CORRECTNESS_STARTED", flush=True)
         try:
-            evaluate({str(EXAMPLE)!r}, {HANG!r}, overrides={overrides!r}, progress=progress, work_root={str(work)!r})
+            r = evaluate({str(EXAMPLE)!r}, {HANG!r}, overrides={overrides!r}, progress=progress,
+                         work_root={str(work)!r})
+            print("RETURNED", r.status, r.status_detail, flush=True)
         except KeyboardInterrupt:
             print("INTERRUPTED", flush=True)
             sys.exit(42)
     """))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=task_env(PYTHONPATH=str(PYTHON_DIR)))
+    seen = []
     for line in proc.stdout:
+        seen.append(line)
         if "CORRECTNESS_STARTED" in line:
             break
+    else:  # evaluate() ended before its correctness run started (e.g. a build that failed): say how
+        proc.wait(timeout=30)
+        pytest.fail(f"the evaluation ended before its correctness run: {''.join(seen)[-2000:]}"
+                    f"{proc.stderr.read()[-2000:]}")
     time.sleep(1.0)  # the test program is spinning now
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
