@@ -63,9 +63,9 @@ struct TaskSdk {
   std::filesystem::path object;
   std::string origin;                             ///< as ResourceDir::origin
 
-  /// The sources, space-separated ($KF_SDK_SOURCE_FILES: for a build that must compile them with its own flags).
+  /// The sources, space-separated ($KF_SDK_SOURCES: a build that compiles the SDK with its own flags).
   std::string SourceFiles() const;
-  /// What a test program's build puts on its command line for the SDK ($KF_SDK_SOURCES): the object when
+  /// What a test program's build puts on its link line for the SDK ($KF_SDK_LINK): the object when
   /// there is one, else the sources; space-separated.
   std::string LinkInputs() const;
 };

@@ -267,7 +267,7 @@ std::vector<fs::path> TaskSideReadablePaths() {
     const TaskSdk sdk = FindTaskSdk();
     out.push_back(sdk.include_dir);
     std::vector<fs::path> files = sdk.sources;
-    if (!sdk.object.empty()) files.push_back(sdk.object);  // $KF_SDK_SOURCES: the compiled SDK
+    if (!sdk.object.empty()) files.push_back(sdk.object);  // $KF_SDK_LINK: the compiled SDK
     for (const fs::path& file : files) {
       bool seen = false;
       for (const fs::path& p : out) seen = seen || p == file.parent_path();

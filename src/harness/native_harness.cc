@@ -1,8 +1,8 @@
 // The native harness (`harness: native`): C++/OpenMP, OpenCL and CUDA tasks whose test program is built by
 // the task's own commands and speaks the SDK protocol (include/kernelfoundry/sdk/task_sdk.hpp) — no Python in
 // the loop. Build: config `build: [cmd, ...]` (each through /bin/sh -x, `set -e`) or `cmake: true`, with
-// KF_DEFINES / KF_GPU_ARCH / KF_NVCC / KF_NVCC_ARCH / KF_INCLUDE_DIR / KF_SDK_SOURCES (the SDK compiled once, else
-// its sources) / KF_SDK_SOURCE_FILES (always the sources) / KF_BUILD_TARGET in the
+// KF_DEFINES / KF_GPU_ARCH / KF_NVCC / KF_NVCC_ARCH / KF_INCLUDE_DIR / KF_SDK_SOURCES (the SDK's .cc files) /
+// KF_SDK_LINK (the SDK compiled once, else those sources) / KF_BUILD_TARGET in the
 // environment; the expanded command lines are recorded in output_data {"commands": [...]}. Artifacts: config
 // `test_executable` (and `executor_executable`, the candidate's own program when the task declares its kernels
 // with KF_REMOTE, kernelfoundry/sdk/remote.hpp) plus `artifacts: [...]`. Test: the program runs twice (correctness, then performance) and
@@ -55,8 +55,8 @@ class NativeHarness final : public Harness {
     o.env_add["KF_NVCC_ARCH"] = native::NvccArchFlag(req.gpu_arch);
     o.env_add["KF_NVCC"] = native::FindNvcc();
     o.env_add["KF_INCLUDE_DIR"] = sdk.include_dir.string();
-    o.env_add["KF_SDK_SOURCES"] = sdk.LinkInputs();
-    o.env_add["KF_SDK_SOURCE_FILES"] = sdk.SourceFiles();
+    o.env_add["KF_SDK_SOURCES"] = sdk.SourceFiles();  // as documented since the SDK existed: compile these
+    o.env_add["KF_SDK_LINK"] = sdk.LinkInputs();      // or link this: the same code, compiled once
     o.env_add["KF_BUILD_TARGET"] = BuildTargetName(req.target);
     ProcessRun run = RunProcess(o);
     out.reason = run.reason;

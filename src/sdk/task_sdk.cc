@@ -1,5 +1,5 @@
 // The task SDK's protocol and paired mode (include/kernelfoundry/sdk/task_sdk.hpp): Main, the paired meeting of the
-// two sides and measure_runtime's work. Compiled once with kf (the prebuilt SDK object that $KF_SDK_SOURCES names)
+// two sides and measure_runtime's work. Compiled once with kf (the prebuilt SDK object that $KF_SDK_LINK names)
 // rather than in every test program: these functions hold most of the SDK's JSON and timing code, which took
 // ~8 s of a test program's 14 s compile at -O3 when they were inline in the header.
 #include "kernelfoundry/sdk/task_sdk.hpp"

@@ -10,8 +10,8 @@
 //   KF_BENCHMARK(bench_matmul) { kf::sdk::measure_runtime([&] { run(); }, [&] { clFinish(q); }); }
 //
 // Building: the native harness gives the build `KF_INCLUDE_DIR` (this repo's include/, add `-I$KF_INCLUDE_DIR`)
-// and `KF_SDK_SOURCES` (the SDK compiled once, or its .cc files where kf has no fresh object: put it on the
-// command line that links the program; `KF_SDK_SOURCE_FILES` always names the sources), besides
+// and `KF_SDK_LINK` (the SDK compiled once, or its .cc files where kf has no fresh object: put it on the command
+// line that links the program) or `KF_SDK_SOURCES` (always the .cc files, to compile them yourself), besides
 // `KF_DEFINES` (buildtime hyperparameters as -DNAME=VALUE) and `KF_GPU_ARCH`. nlohmann/json (system) is used.
 //
 // Protocol (pipeline <-> test program):
@@ -351,7 +351,7 @@ inline std::vector<double> measure_runtime(const std::function<void()>& target, 
 std::string RunPairedBody(const TestCase& t);
 
 /// Runs the protocol (see the file comment). Returns the exit code. Defined in src/sdk/task_sdk.cc, which the
-/// program links ($KF_SDK_SOURCES).
+/// program links ($KF_SDK_LINK, or compiled from $KF_SDK_SOURCES).
 int Main(int argc, char** argv);
 
 }  // namespace kf::sdk
