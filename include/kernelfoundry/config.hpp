@@ -87,12 +87,19 @@ class ConfigView {
   /// A duration in seconds, a number in [0, 1e7]: nullopt when absent, 0 when null (callers decide what 0
   /// means: "use the default" for wall-clock limits, "off" for inactivity limits).
   std::optional<double> Seconds(std::string_view key) const;
+  /// A size in bytes: a whole number, or a string ParseByteSize reads ("512M", "1.5G"); nullopt when absent,
+  /// 0 when null, 0 or "off" (callers decide what 0 means). Throws kf::Error naming the key otherwise.
+  std::optional<uint64_t> Bytes(std::string_view key) const;
 
  private:
   [[noreturn]] void Fail(std::string_view key, const std::string& expected, const Json& got) const;
   const Json& config_;
   std::string file_;
 };
+
+/// "512M", "1.5G", "64k", "4096", "2GiB" -> bytes (binary units: k = 1024; b, K, M, G, T with an optional
+/// "B" or "iB"); nullopt for anything else (negative, no number, an unknown unit).
+std::optional<uint64_t> ParseByteSize(std::string_view text);
 
 /// Renders JSON as block-style YAML (strings that would re-type, e.g. "01" or "true", are quoted).
 std::string DumpYaml(const Json& value);

@@ -57,11 +57,23 @@ struct HarnessLimits {
   std::optional<std::chrono::milliseconds> test_inactivity_timeout{std::chrono::milliseconds{100'000}};
   /// After pytest printed its summary line, how long the process may take to exit before it is killed.
   std::chrono::milliseconds end_marker_grace{10'000};
+  /// Memory of each build and test run (its whole process tree), in bytes; nullopt: none. Enforced only by a
+  /// memory cgroup (RLIMIT_AS would cap address space, which CUDA and torch reserve far beyond what they use);
+  /// a run beyond it is killed and the verdict is resource_limit ("memory limit exceeded"). Default:
+  /// DefaultMemoryLimit().
+  std::optional<uint64_t> memory_limit_bytes = DefaultMemoryLimit();
 
   /// Reads build_timeout, build_output_inactivity_timeout, test_timeout, test_output_inactivity_timeout
-  /// (seconds, int or float) from a task config; absent keys keep the defaults above. Throws
-  /// kf::Error(kInvalidArgument, file "config.yaml", field = key) for a negative or non-numeric value.
+  /// (seconds, int or float) and memory_limit (ConfigView::Bytes: "8G", bytes; 0, null or "off": none) from a
+  /// task config; absent keys keep the defaults above. Throws kf::Error(kInvalidArgument, file "config.yaml",
+  /// field = key) for a negative or non-numeric value.
   static HarnessLimits FromConfig(const Json& config);
+
+  /// The memory limit of a task that sets none: $KF_MEMORY_LIMIT ("16G", bytes; "off" or 0: none), else three
+  /// quarters of the machine's physical memory, so one candidate that allocates without end is killed before the
+  /// kernel's OOM killer picks a process of the host (kf, its database, a broker). Throws kf::Error naming
+  /// KF_MEMORY_LIMIT when it is not a size.
+  static std::optional<uint64_t> DefaultMemoryLimit();
 };
 
 /// The phases of an evaluation, for live progress.

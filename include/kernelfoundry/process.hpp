@@ -161,6 +161,9 @@ struct ProcessOptions {
   std::chrono::milliseconds kill_grace{2'000};                    ///< SIGTERM -> SIGKILL
 
   std::optional<uint64_t> memory_limit_bytes;    ///< cgroup memory.max (v2, else v1), else RLIMIT_AS
+  /// memory_limit_bytes only through a cgroup: without a writable memory cgroup it is not applied (no RLIMIT_AS
+  /// fallback) and limits["memory"] says so.
+  bool memory_limit_cgroup_only = false;
   std::optional<uint64_t> cpu_limit_seconds;     ///< RLIMIT_CPU, per process
   std::optional<uint64_t> file_size_limit_bytes; ///< RLIMIT_FSIZE
   std::optional<uint64_t> open_files_limit;      ///< RLIMIT_NOFILE

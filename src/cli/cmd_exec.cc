@@ -12,6 +12,7 @@
 
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
+#include "kernelfoundry/config.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/process.hpp"
@@ -19,21 +20,11 @@
 namespace kf::cli {
 namespace {
 
-/// "512M", "1.5G", "100k", "4096" -> bytes (binary units: k = 1024).
+/// "512M", "1.5G", "100k", "4096" -> bytes (ParseByteSize: binary units, k = 1024).
 uint64_t ParseSize(const std::string& text, const std::string& option) {
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !(value >= 0)) {
-    throw Error(ErrorKind::kInvalidArgument, "expected a size like 512M, got '" + text + "'", "", option);
-  }
-  std::string unit = end;
-  double mult = 1;
-  if (unit == "" || unit == "b" || unit == "B") mult = 1;
-  else if (unit == "k" || unit == "K" || unit == "KiB" || unit == "KB") mult = 1024.0;
-  else if (unit == "m" || unit == "M" || unit == "MiB" || unit == "MB") mult = 1024.0 * 1024;
-  else if (unit == "g" || unit == "G" || unit == "GiB" || unit == "GB") mult = 1024.0 * 1024 * 1024;
-  else throw Error(ErrorKind::kInvalidArgument, "unknown size unit '" + unit + "' in '" + text + "'", "", option);
-  return static_cast<uint64_t>(std::llround(value * mult));
+  const std::optional<uint64_t> bytes = ParseByteSize(text);
+  if (!bytes) throw Error(ErrorKind::kInvalidArgument, "expected a size like 512M, got '" + text + "'", "", option);
+  return *bytes;
 }
 
 std::chrono::milliseconds Seconds(double s, const std::string& option) {

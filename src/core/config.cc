@@ -11,6 +11,7 @@
 #include <limits>
 #include <regex>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "kernelfoundry/error.hpp"
@@ -434,6 +435,38 @@ std::optional<std::vector<std::string>> ConfigView::StringList(std::string_view 
     out.push_back(item.get<std::string>());
   }
   return out;
+}
+
+std::optional<uint64_t> ParseByteSize(std::string_view text) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double value = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || !std::isfinite(value) || value < 0) return std::nullopt;
+  std::string unit = end;
+  if (unit.size() > 1 && (unit.substr(1) == "B" || unit.substr(1) == "iB")) unit = unit.substr(0, 1);
+  static constexpr std::pair<const char*, double> kUnits[] = {
+      {"", 1.0}, {"b", 1.0}, {"B", 1.0}, {"k", 0x1p10}, {"K", 0x1p10}, {"m", 0x1p20}, {"M", 0x1p20},
+      {"g", 0x1p30}, {"G", 0x1p30}, {"t", 0x1p40}, {"T", 0x1p40}};
+  for (const auto& [name, mult] : kUnits) {
+    if (unit == name) {
+      const double bytes = value * mult;
+      if (bytes >= 0x1p63) return std::nullopt;
+      return static_cast<uint64_t>(std::llround(bytes));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> ConfigView::Bytes(std::string_view key) const {
+  if (!ConfigHasKey(config_, key)) return std::nullopt;
+  const Json* v = Find(key);
+  if (v == nullptr) return 0;  // present and null
+  if (v->is_number_integer() && v->get<int64_t>() >= 0) return v->get<uint64_t>();
+  if (v->is_string()) {
+    if (v->get<std::string>() == "off") return 0;
+    if (std::optional<uint64_t> b = ParseByteSize(v->get<std::string>())) return b;
+  }
+  Fail(key, "a size in bytes (a whole number, or a string like \"8G\" or \"512M\"; \"off\" for none)", *v);
 }
 
 std::optional<double> ConfigView::Seconds(std::string_view key) const {

@@ -20,6 +20,7 @@ namespace {
 // Rights added after Linux 6.1's header (ABI 3: truncate, ABI 5: ioctl on devices; ABI 6: scopes).
 constexpr uint64_t kTruncate = 1ULL << 14;
 constexpr uint64_t kIoctlDev = 1ULL << 15;
+constexpr uint64_t kScopeAbstractUnixSocket = 1ULL << 0;
 constexpr uint64_t kScopeSignal = 1ULL << 1;
 
 // The ruleset attribute in its newest layout; the size passed to the kernel selects what it reads.
@@ -95,7 +96,8 @@ bool MakeLandlockPlan(int abi, const std::vector<std::string>& writable, const s
   if (abi < 1) return true;
   plan->abi = abi;
   plan->handled_fs = AllRights(abi);
-  plan->scoped = abi >= 6 ? kScopeSignal : 0;
+  // ABI 6 scopes: no signals to, and no connections to abstract unix sockets of, processes outside the domain.
+  plan->scoped = abi >= 6 ? kScopeSignal | kScopeAbstractUnixSocket : 0;
   auto add = [&](const char* path, uint64_t access) {
     if (plan->n_rules >= LandlockPlan::kMaxRules) return false;
     plan->rules[plan->n_rules++] = {path, access & plan->handled_fs};

@@ -8,7 +8,7 @@
 // and the writable ones can be read or executed — the home directory, the database, caches and other work
 // dirs cannot; without one (nullptr) everything stays readable and executable, and /dev keeps write + ioctl
 // on existing nodes. Everything else is read-only: creating, writing, truncating, renaming, linking or
-// removing fails with EACCES. From ABI 6 the child also cannot signal processes outside its sandbox (e.g. kf).
+// removing fails with EACCES. From ABI 6 the child also cannot signal processes outside its sandbox (e.g. kf) nor connect to their abstract unix sockets.
 // The child prepares the ruleset while it still has the runner's rights (PrepareLandlock: every rule's path
 // is opened then) and restricts itself after dropping privileges (RestrictLandlock).
 #pragma once

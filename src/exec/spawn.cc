@@ -155,8 +155,12 @@ bool Runner::Prepare() {
     rlimits_.push_back({resource, soft, hard});
   };
   if (o_.memory_limit_bytes && !(cgroups_ && cgroups_->memory_enforced())) {
-    add_rlimit(RLIMIT_AS, *o_.memory_limit_bytes, *o_.memory_limit_bytes);
-    run_->limits["memory"] = "RLIMIT_AS (address space, per process)";
+    if (o_.memory_limit_cgroup_only) {
+      run_->limits["memory"] = "not applied: no writable memory cgroup";
+    } else {
+      add_rlimit(RLIMIT_AS, *o_.memory_limit_bytes, *o_.memory_limit_bytes);
+      run_->limits["memory"] = "RLIMIT_AS (address space, per process)";
+    }
   }
   if (o_.process_limit && !(cgroups_ && cgroups_->pids_enforced())) {
     if (geteuid() != 0) {

@@ -3,6 +3,7 @@
 #include "kernelfoundry/harness.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <csignal>
@@ -52,7 +53,25 @@ HarnessLimits HarnessLimits::FromConfig(const Json& config) {
   if (auto s = view.Seconds("test_output_inactivity_timeout")) {
     limits.test_inactivity_timeout = *s > 0 ? std::optional(ms(*s)) : std::nullopt;
   }
+  if (auto b = view.Bytes("memory_limit")) limits.memory_limit_bytes = *b > 0 ? std::optional(*b) : std::nullopt;
   return limits;
+}
+
+std::optional<uint64_t> HarnessLimits::DefaultMemoryLimit() {
+  if (const char* env = std::getenv("KF_MEMORY_LIMIT"); env != nullptr && *env != '\0') {
+    const std::string text = env;
+    if (text == "off") return std::nullopt;
+    const std::optional<uint64_t> bytes = ParseByteSize(text);
+    if (!bytes) {
+      throw Error(ErrorKind::kInvalidArgument, "expected a size like 16G or \"off\", got '" + text + "'",
+                  "environment", "KF_MEMORY_LIMIT");
+    }
+    return *bytes > 0 ? std::optional(*bytes) : std::nullopt;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::nullopt;
+  return static_cast<uint64_t>(pages) / 4 * 3 * static_cast<uint64_t>(page);
 }
 
 std::optional<ProcessOptions> Harness::ProfileCommand(const TestRequest& /*request*/) const { return std::nullopt; }
@@ -167,6 +186,8 @@ ProcessOptions TestProcessOptions(const TestRequest& req) {
   o.env_add["KERNELFOUNDRY_TEST"] = "1";
   o.wall_timeout = req.limits.test_timeout;
   o.inactivity_timeout = req.limits.test_inactivity_timeout;
+  o.memory_limit_bytes = req.limits.memory_limit_bytes;
+  o.memory_limit_cgroup_only = true;
   o.on_line = req.on_line;
   o.stop = req.stop;
   o.result_pipe = true;
@@ -188,6 +209,8 @@ ProcessOptions BuildProcessOptions(const BuildRequest& req) {
   o.env_add["KERNELFOUNDRY_BUILD"] = "1";
   o.wall_timeout = req.limits.build_timeout;
   o.inactivity_timeout = req.limits.build_inactivity_timeout;
+  o.memory_limit_bytes = req.limits.memory_limit_bytes;
+  o.memory_limit_cgroup_only = true;
   o.on_line = req.on_line;
   o.stop = req.stop;
   // Issue 10: a build writes only its own work dir (task tree, inputs, outputs, its private temp dir).

@@ -2,8 +2,13 @@
 // only its writable directories; everything else stays readable and unchanged; how it was applied is
 // reported; a run that requires it refuses to start unisolated.
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -99,6 +104,31 @@ TEST(FilesystemIsolation, TheChildCannotSignalProcessesOutsideItsSandbox) {
   EXPECT_TRUE(exec_test::PidAlive(victim));
   kill(victim, SIGKILL);
   waitpid(victim, nullptr, 0);
+}
+
+// Abstract unix sockets have no file for a path rule; Landlock's scope (ABI 6) keeps the child from connecting to
+// one that a process outside its sandbox listens on (D-Bus, X11, a service of the host).
+TEST(FilesystemIsolation, TheChildCannotReachAnAbstractUnixSocketOutsideItsSandbox) {
+  if (!Supported()) GTEST_SKIP() << FilesystemIsolationSupport();
+  if (FilesystemIsolationSupport() < "landlock (ABI 6)") GTEST_SKIP() << "socket scoping needs Landlock ABI 6";
+  const std::string name = "kf-isolation-test-" + std::to_string(::getpid());
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  std::memcpy(un.sun_path + 1, name.data(), name.size());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&un),
+                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())),
+            0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  const std::string script = "/usr/bin/python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                             "s.connect('\\\\0" + name + "'); print('CONNECTED')\"";
+  ProcessRun isolated = RunProcess(Isolated(script, "/nonexistent"));
+  EXPECT_EQ(isolated.result.stdout_text.find("CONNECTED"), std::string::npos) << isolated.result.stderr_text;
+  EXPECT_NE(isolated.result.stderr_text.find("PermissionError"), std::string::npos) << isolated.result.stderr_text;
+  // The same command without isolation connects (the test can fail).
+  ProcessRun open = RunProcess(Sh(script));
+  EXPECT_NE(open.result.stdout_text.find("CONNECTED"), std::string::npos) << open.result.stderr_text;
+  ::close(listener);
 }
 
 TEST(FilesystemIsolation, SupportIsReportedAndTooManyPathsAreRefused) {

@@ -9,13 +9,17 @@
 // reaches the port it listens on. Attempts: read /etc/shadow, ~/.ssh, the database, another task's cache entry,
 // another candidate's work dir (and list the work root); open a block device; load a kernel module (a garbage
 // image: a syscall probe); ptrace kf or open its memory; raise a capability; write outside the work dir; reach
-// the network; signal kf.
+// the network; reach an abstract unix socket of kf's; signal kf.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -38,6 +42,7 @@ struct Targets {
   fs::path home, ssh_key, db, cache, cache_entry, work_root, other_work, outside;
   std::string block_device;  // empty: none on this machine
   int port = 0;              // a TCP port kf listens on (127.0.0.1)
+  std::string abstract;      // the name (without its leading NUL) of an abstract unix socket kf listens on
 };
 
 // The first block device under /dev, or "".
@@ -103,6 +108,20 @@ std::vector<Attempt> Attempts(const Targets& t) {
        "  a.sin_family = AF_INET;\n  a.sin_port = htons(" + port + ");\n  a.sin_addr.s_addr = htonl(0x7f000001);\n"
        "  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return 0;\n  got = \"connected\";\n"
        "  return 1;\n"},
+      // Abstract unix sockets have no file for Landlock's path rules: they are out of reach through the network
+      // namespace (the name is not visible there: ECONNREFUSED, reported as a refusal) and Landlock's scope
+      // (ABI 6, EPERM) where the namespace is missing.
+      {"abstract_socket",
+       "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n    try:\n"
+       "        s.connect('\\0" + t.abstract + "')\n"
+       "    except ConnectionRefusedError:\n        raise PermissionError(errno.EACCES, 'not visible here')\n"
+       "    return 'connected'\n",
+       "  const int s = socket(AF_UNIX, SOCK_STREAM, 0);\n  if (s < 0) return 0;\n  sockaddr_un a{};\n"
+       "  a.sun_family = AF_UNIX;\n  const char name[] = \"" + t.abstract + "\";\n"
+       "  std::memcpy(a.sun_path + 1, name, sizeof name - 1);\n"
+       "  if (connect(s, reinterpret_cast<sockaddr*>(&a), offsetof(sockaddr_un, sun_path) + sizeof name) != 0) {\n"
+       "    if (errno == ECONNREFUSED) errno = EACCES;  // not visible from here\n    return 0;\n  }\n"
+       "  got = \"connected\";\n  return 1;\n"},
       {"signal_kf", "    os.kill(" + pid + ", 0)\n    return 'may signal kf'\n",
        "  if (kill(" + pid + ", 0) != 0) return 0;\n  got = \"may signal kf\";\n  return 1;\n"},
   };
@@ -144,7 +163,7 @@ std::string CppCandidate(const std::vector<Attempt>& attempts) {
   std::string code =
       "#include <arpa/inet.h>\n#include <dirent.h>\n#include <fcntl.h>\n#include <linux/capability.h>\n"
       "#include <netinet/in.h>\n#include <signal.h>\n#include <sys/socket.h>\n#include <sys/syscall.h>\n"
-      "#include <unistd.h>\n#include <cerrno>\n#include <cstdio>\n#include <cstring>\n#include <string>\n"
+      "#include <sys/un.h>\n#include <unistd.h>\n#include <cerrno>\n#include <cstddef>\n#include <cstdio>\n#include <cstring>\n#include <string>\n"
       "static int kf_report(const char* name, int (*attempt)(std::string&)) {\n"
       "  std::string got;\n  errno = 0;\n"
       "  if (attempt(got)) {\n"
@@ -204,10 +223,20 @@ class RedTeamE2E : public ::testing::Test {
     ASSERT_EQ(::listen(listener_, 8), 0);
     ASSERT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
     t_.port = ntohs(addr.sin_port);
+    t_.abstract = "kf-red-team-" + std::to_string(::getpid());
+    abstract_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    std::memcpy(un.sun_path + 1, t_.abstract.data(), t_.abstract.size());
+    ASSERT_EQ(::bind(abstract_, reinterpret_cast<sockaddr*>(&un),
+                     static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + t_.abstract.size())),
+              0);
+    ASSERT_EQ(::listen(abstract_, 8), 0);
     before_ = Snapshot();
   }
   void TearDown() override {
     if (listener_ >= 0) ::close(listener_);
+    if (abstract_ >= 0) ::close(abstract_);
   }
 
   std::map<std::string, std::string> Snapshot() const {
@@ -248,6 +277,7 @@ class RedTeamE2E : public ::testing::Test {
     EXPECT_EQ(Snapshot(), before_);
     EXPECT_FALSE(fs::exists(t_.outside));
     EXPECT_LT(::accept(listener_, nullptr, nullptr), 0) << "a candidate reached kf's port";
+    EXPECT_LT(::accept(abstract_, nullptr, nullptr), 0) << "a candidate reached kf's abstract unix socket";
     EXPECT_TRUE(ev.result.isolation.is_object() && ev.result.isolation["complete"].get<bool>())
         << ev.result.isolation.dump();
   }
@@ -255,6 +285,7 @@ class RedTeamE2E : public ::testing::Test {
   TempDir tmp_;
   Targets t_;
   int listener_ = -1;
+  int abstract_ = -1;
   std::map<std::string, std::string> before_;
 };
 
