@@ -1,6 +1,7 @@
 // Block markers against the reference's probes and fixture goldens (spec §1.7; block bullets of §6).
 #include "kernelfoundry/blocks.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -131,6 +132,20 @@ TEST(BlockParse, ErrorsOfSeveralFilesAreReportedTogether) {
   EXPECT_TRUE(Contains(e.message(), "c.txt is not valid UTF-8: 'utf-8' codec can't decode byte 0xff in position 0"));
   EXPECT_FALSE(Contains(e.message(), "d.cpp"));
   EXPECT_TRUE(Contains(testing::ErrorOf([&] { GetAllBlocks(files); }).message(), "[REFERENCE_END] found without"));
+}
+
+// Regression: a package of 1,200 binary files named *.txt made one error line of 70 kB; the first five problems
+// are shown in full, then a count.
+TEST(BlockParse, ManyBadFilesAreCountedAfterTheFirstFive) {
+  MemoryFileMap files;
+  for (int i = 0; i < 1200; ++i) files.Set(fmt::format("d/f{:04d}.txt", i), "\xff\xfe binary");
+  Error e = testing::ErrorOf([&] { GetBlock(files, "EVOLVE"); });
+  EXPECT_EQ(e.kind(), ErrorKind::kParse);
+  EXPECT_EQ(e.file(), "d/f0000.txt");
+  EXPECT_TRUE(Contains(e.message(), "d/f0004.txt is not valid UTF-8")) << e.message();
+  EXPECT_FALSE(Contains(e.message(), "d/f0005.txt")) << e.message();
+  EXPECT_TRUE(Contains(e.message(), "; and 1195 more problems")) << e.message();
+  EXPECT_LT(e.message().size(), 1000u);
 }
 
 // ---------------------------------------------------------------- fixture tasks
