@@ -88,8 +88,11 @@ class ConfigView {
   /// means: "use the default" for wall-clock limits, "off" for inactivity limits).
   std::optional<double> Seconds(std::string_view key) const;
   /// A size in bytes: a whole number, or a string ParseByteSize reads ("512M", "1.5G"); nullopt when absent,
-  /// 0 when null, 0 or "off" (callers decide what 0 means). Throws kf::Error naming the key otherwise.
+  /// 0 when null, 0, false or "off" (callers decide what 0 means). Throws kf::Error naming the key otherwise.
   std::optional<uint64_t> Bytes(std::string_view key) const;
+  /// A count: a whole number >= 0; nullopt when absent, 0 when null, 0, false or "off". Throws kf::Error naming
+  /// the key otherwise.
+  std::optional<uint64_t> Count(std::string_view key) const;
 
  private:
   [[noreturn]] void Fail(std::string_view key, const std::string& expected, const Json& got) const;

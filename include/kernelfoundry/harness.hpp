@@ -62,10 +62,14 @@ struct HarnessLimits {
   /// a run beyond it is killed and the verdict is resource_limit ("memory limit exceeded"). Default:
   /// DefaultMemoryLimit().
   std::optional<uint64_t> memory_limit_bytes = DefaultMemoryLimit();
+  /// Tasks (processes and threads) of each build and test run's tree; nullopt: none. Enforced only by a pids
+  /// cgroup (RLIMIT_NPROC counts every process of the user); a fork bomb is killed at once and the verdict is
+  /// resource_limit ("process limit exceeded"). Default: DefaultProcessLimit().
+  std::optional<uint64_t> process_limit = DefaultProcessLimit();
 
   /// Reads build_timeout, build_output_inactivity_timeout, test_timeout, test_output_inactivity_timeout
-  /// (seconds, int or float) and memory_limit (ConfigView::Bytes: "8G", bytes; 0, null or "off": none) from a
-  /// task config; absent keys keep the defaults above. Throws kf::Error(kInvalidArgument, file "config.yaml",
+  /// (seconds, int or float), memory_limit (ConfigView::Bytes: "8G", bytes; 0, null or "off": none) and
+  /// process_limit (a whole number; 0, null or "off": none) from a task config; absent keys keep the defaults above. Throws kf::Error(kInvalidArgument, file "config.yaml",
   /// field = key) for a negative or non-numeric value.
   static HarnessLimits FromConfig(const Json& config);
 
@@ -74,6 +78,11 @@ struct HarnessLimits {
   /// kernel's OOM killer picks a process of the host (kf, its database, a broker). Throws kf::Error naming
   /// KF_MEMORY_LIMIT when it is not a size.
   static std::optional<uint64_t> DefaultMemoryLimit();
+  /// The process limit of a task that sets none: $KF_PROCESS_LIMIT (a whole number; "off" or 0: none), else 4096
+  /// tasks — far above what a build (the compiler jobs) or a test (torch's and OpenMP's threads) starts on a large
+  /// machine, far below what exhausts the host's pid space. Throws kf::Error naming KF_PROCESS_LIMIT when it is
+  /// not a whole number.
+  static std::optional<uint64_t> DefaultProcessLimit();
 };
 
 /// The phases of an evaluation, for live progress.

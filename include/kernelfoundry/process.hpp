@@ -161,9 +161,10 @@ struct ProcessOptions {
   std::chrono::milliseconds kill_grace{2'000};                    ///< SIGTERM -> SIGKILL
 
   std::optional<uint64_t> memory_limit_bytes;    ///< cgroup memory.max (v2, else v1), else RLIMIT_AS
-  /// memory_limit_bytes only through a cgroup: without a writable memory cgroup it is not applied (no RLIMIT_AS
-  /// fallback) and limits["memory"] says so.
-  bool memory_limit_cgroup_only = false;
+  /// memory_limit_bytes and process_limit only through cgroups: without a writable memory (pids) cgroup the limit
+  /// is not applied — no RLIMIT_AS (address space, which CUDA and torch reserve far beyond use) or RLIMIT_NPROC
+  /// (every process of the user) fallback — and limits["memory"] (["processes"]) says so.
+  bool cgroup_limits_only = false;
   std::optional<uint64_t> cpu_limit_seconds;     ///< RLIMIT_CPU, per process
   std::optional<uint64_t> file_size_limit_bytes; ///< RLIMIT_FSIZE
   std::optional<uint64_t> open_files_limit;      ///< RLIMIT_NOFILE

@@ -155,7 +155,7 @@ bool Runner::Prepare() {
     rlimits_.push_back({resource, soft, hard});
   };
   if (o_.memory_limit_bytes && !(cgroups_ && cgroups_->memory_enforced())) {
-    if (o_.memory_limit_cgroup_only) {
+    if (o_.cgroup_limits_only) {
       run_->limits["memory"] = "not applied: no writable memory cgroup";
     } else {
       add_rlimit(RLIMIT_AS, *o_.memory_limit_bytes, *o_.memory_limit_bytes);
@@ -163,7 +163,9 @@ bool Runner::Prepare() {
     }
   }
   if (o_.process_limit && !(cgroups_ && cgroups_->pids_enforced())) {
-    if (geteuid() != 0) {
+    if (o_.cgroup_limits_only) {
+      run_->limits["processes"] = "not applied: no writable pids cgroup";
+    } else if (geteuid() != 0) {
       add_rlimit(RLIMIT_NPROC, *o_.process_limit, *o_.process_limit);
       run_->limits["processes"] = "RLIMIT_NPROC (per user)";
     } else {

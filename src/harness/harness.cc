@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -53,8 +54,32 @@ HarnessLimits HarnessLimits::FromConfig(const Json& config) {
   if (auto s = view.Seconds("test_output_inactivity_timeout")) {
     limits.test_inactivity_timeout = *s > 0 ? std::optional(ms(*s)) : std::nullopt;
   }
-  if (auto b = view.Bytes("memory_limit")) limits.memory_limit_bytes = *b > 0 ? std::optional(*b) : std::nullopt;
+  if (auto b = view.Bytes("memory_limit")) {
+    // Below 16 MiB no interpreter or compiler starts: every run, the reference's too, would fail.
+    if (*b > 0 && *b < (uint64_t{16} << 20)) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  fmt::format("expected at least 16M (or off for none), got {} bytes", *b), "config.yaml",
+                  "memory_limit");
+    }
+    limits.memory_limit_bytes = *b > 0 ? std::optional(*b) : std::nullopt;
+  }
+  if (auto n = view.Count("process_limit")) limits.process_limit = *n > 0 ? std::optional(*n) : std::nullopt;
   return limits;
+}
+
+std::optional<uint64_t> HarnessLimits::DefaultProcessLimit() {
+  const char* env = std::getenv("KF_PROCESS_LIMIT");
+  if (env == nullptr || *env == '\0') return 4096;
+  const std::string text = env;
+  if (text == "off") return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || errno != 0 || text[0] == '-') {
+    throw Error(ErrorKind::kInvalidArgument, "expected a whole number of processes or \"off\", got '" + text + "'",
+                "environment", "KF_PROCESS_LIMIT");
+  }
+  return n > 0 ? std::optional<uint64_t>(n) : std::nullopt;
 }
 
 std::optional<uint64_t> HarnessLimits::DefaultMemoryLimit() {
@@ -187,7 +212,8 @@ ProcessOptions TestProcessOptions(const TestRequest& req) {
   o.wall_timeout = req.limits.test_timeout;
   o.inactivity_timeout = req.limits.test_inactivity_timeout;
   o.memory_limit_bytes = req.limits.memory_limit_bytes;
-  o.memory_limit_cgroup_only = true;
+  o.process_limit = req.limits.process_limit;
+  o.cgroup_limits_only = true;
   o.on_line = req.on_line;
   o.stop = req.stop;
   o.result_pipe = true;
@@ -210,7 +236,8 @@ ProcessOptions BuildProcessOptions(const BuildRequest& req) {
   o.wall_timeout = req.limits.build_timeout;
   o.inactivity_timeout = req.limits.build_inactivity_timeout;
   o.memory_limit_bytes = req.limits.memory_limit_bytes;
-  o.memory_limit_cgroup_only = true;
+  o.process_limit = req.limits.process_limit;
+  o.cgroup_limits_only = true;
   o.on_line = req.on_line;
   o.stop = req.stop;
   // Issue 10: a build writes only its own work dir (task tree, inputs, outputs, its private temp dir).

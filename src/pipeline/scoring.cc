@@ -271,11 +271,23 @@ class Converter {
                         : verdict && !verdict->detail.empty()
                             ? "the performance run failed: " + verdict->detail
                             : "the performance run failed with exit code " + std::to_string(perf->returncode));
+    // The candidate itself ended the timed run (a crash, a resource limit, a forbidden system call: e.g. memory
+    // that grows with every call): that is the verdict, not "correct without a measurement" (stranger test: an
+    // allocation past memory_limit after 2,000 calls scored no_measurement, perf 5, and was cached).
+    if (verdict && (verdict->status == EvalStatus::kCrash || verdict->status == EvalStatus::kResourceLimit ||
+                    verdict->status == EvalStatus::kIsolationViolation)) {
+      fatal_ = Classification{verdict->status, "the performance run: " + verdict->detail};
+    }
   }
 
   // The status: a paired run's timing verdict when it is not correct (and nothing is missing), else
   // no_measurement with the problems, else `ok_status` with the notes.
   EvalResult Finish(EvalStatus ok_status, const std::string& detail) {
+    if (fatal_) {
+      SetStatus(r_, fatal_->status, fatal_->detail);
+      r_.correctness = false;
+      return std::move(r_);
+    }
     if (timing_verdict_ && options_.performance->status != EvalStatus::kCorrect && problems_.empty()) {
       // The timed calls were not trustworthy (or only noisy): that, not "correct", is the verdict.
       SetStatus(r_, options_.performance->status, options_.performance->detail);
@@ -359,6 +371,7 @@ class Converter {
   std::vector<Bench> benches_;
   std::vector<double> cand_mean_;
   std::vector<std::string> problems_;  // non-empty -> kNoMeasurement
+  std::optional<Classification> fatal_;  // the candidate ended a performance run: the verdict
   bool none_reported_ = false;         // the reference's single "timed_out_test" benchmark
   bool timing_verdict_ = false;        // a paired run's timing verdict (comes with runtimes)
 };
@@ -567,7 +580,14 @@ EvalResult BuildFailureResult(const ProcessResult& build, std::optional<Terminat
     detail = "the build was killed by SIGSYS: it made a system call the sandbox forbids (loading a kernel module, "
              "kexec, mount, reboot, swap, bpf, raw I/O or setting the clock)";
   }
-  SetStatus(r, violation ? EvalStatus::kIsolationViolation : timeout ? EvalStatus::kBuildTimeout : EvalStatus::kBuildError,
+  // A build killed at its memory or process limit (HarnessLimits) is resource_limit, as in a test run — never a
+  // compile error (the verdict cache keeps those; a limit from the environment is not part of its key).
+  const bool limit = !violation && !timeout && reason && IsResourceLimit(*reason);
+  if (limit) detail = "the build exceeded its limits: " + msg;
+  SetStatus(r, violation ? EvalStatus::kIsolationViolation
+               : timeout ? EvalStatus::kBuildTimeout
+               : limit   ? EvalStatus::kResourceLimit
+                         : EvalStatus::kBuildError,
             std::move(detail));
   return r;
 }

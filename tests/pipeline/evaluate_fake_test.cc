@@ -13,8 +13,10 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "kernelfoundry/evaluate.hpp"
+#include "kernelfoundry/verdict_cache.hpp"
 #include "fake_task.hpp"
 #include "pipeline_util.hpp"
 #include "test_util.hpp"
@@ -233,6 +235,23 @@ TEST_F(EvaluateFake, BuildKilledAtItsTimeLimitIsBuildTimeout) {
   EXPECT_EQ(ev.result.perf_score, 1);
 }
 
+// Stranger test: a build killed at KF_MEMORY_LIMIT was a build_error, which the verdict cache kept and replayed
+// after the limit was lifted. A build killed at its memory or process limit is resource_limit (never cached).
+TEST_F(EvaluateFake, BuildKilledAtItsMemoryLimitIsAResourceLimitNotACompileError) {
+  harness_.build = [](const BuildRequest&) {
+    BuildRun b;
+    b.reason = TerminationReason::kMemoryLimit;
+    b.result.result = ProcessResult{-9, "", "", std::string("Process exceeded the memory limit of 67108864 bytes"), {}};
+    return b;
+  };
+  Evaluation ev = Run(MakeTask());
+  EXPECT_EQ(ev.result.status, EvalStatus::kResourceLimit);
+  EXPECT_EQ(ev.result.status_detail,
+            "the build exceeded its limits: Process exceeded the memory limit of 67108864 bytes");
+  EXPECT_FALSE(ev.result.compiled);
+  EXPECT_FALSE(IsCacheableStatus(ev.result.status));
+}
+
 TEST_F(EvaluateFake, ReferenceBuildFailureIsReferenceFailed) {
   harness_.build = [](const BuildRequest& req) {
     BuildRun b;
@@ -304,6 +323,29 @@ TEST_F(EvaluateFake, FailedPerformanceRunIsNoMeasurement) {
   Evaluation ev = Run(MakeTask());
   EXPECT_EQ(ev.result.status, EvalStatus::kNoMeasurement);
   EXPECT_NE(ev.result.status_detail.find("timed out"), std::string::npos) << ev.result.status_detail;
+}
+
+// Stranger test: a candidate whose memory grows with every call passed correctness, went past memory_limit in the
+// timed run and scored no_measurement (correct, perf 5, cached). A timed run the candidate itself ends — a crash, a
+// resource limit, a forbidden system call — is the verdict.
+TEST_F(EvaluateFake, APerformanceRunTheCandidateEndsIsItsVerdictNotNoMeasurement) {
+  for (const auto& [reason, status, detail] :
+       {std::tuple{TerminationReason::kMemoryLimit, EvalStatus::kResourceLimit, "memory limit exceeded"},
+        std::tuple{TerminationReason::kSignaled, EvalStatus::kCrash, "test process killed by SIGSEGV"}}) {
+    harness_.performance = [reason = reason, status = status, detail = detail](const TestRequest& req) {
+      if (req.variant.reference) return Timed(4.0);
+      PhaseRun r;
+      r.result = ProcessResult{-9, "", "", std::string("killed"), std::nullopt};
+      r.reason = reason;
+      r.verdict = {status, detail};
+      return r;
+    };
+    Evaluation ev = Run(MakeTask());
+    EXPECT_EQ(ev.result.status, status) << ev.result.status_detail;
+    EXPECT_EQ(ev.result.status_detail, std::string("cpu: the performance run: ") + detail);
+    EXPECT_FALSE(ev.result.correctness);
+    EXPECT_FALSE(IsCacheableStatus(ev.result.status));
+  }
 }
 
 TEST_F(EvaluateFake, TemplateVariantsAreAllTestedAndTheBestWins) {
