@@ -160,6 +160,13 @@ std::vector<std::string> ValidateStructure(const std::string& arg, Task* task_ou
     if (discovery_failed && p.rfind("no performance test", 0) == 0) continue;
     problems.push_back(std::move(p));
   }
+  // The run limits (timeouts, memory_limit, process_limit) as kf run reads them (stranger test: `memory_limit: lots`
+  // was valid here and refused only by kf run).
+  try {
+    (void)HarnessLimits::FromConfig(task.config);
+  } catch (const Error& e) {
+    problems.push_back(e.what());
+  }
   if (task_out != nullptr) *task_out = std::move(task);
   return problems;
 }

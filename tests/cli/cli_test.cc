@@ -160,6 +160,23 @@ TEST(CliTask, ValidateListsEveryProblem) {
   EXPECT_EQ(j["problems"].size(), 4u) << all;
 }
 
+// Stranger test: `memory_limit: lots` was valid for kf validate and refused only by kf run. The run limits are
+// checked as kf run reads them.
+TEST(CliTask, ValidateChecksTheRunLimits) {
+  TempDir tmp;
+  const fs::path pkg = CopyFixture("relu_cpu", tmp.path());
+  const std::string config = ReadFile(pkg / "config.yaml");
+  WriteFile(pkg / "config.yaml", config + "memory_limit: lots\n");
+  RunResult r = Kf("validate " + testing::ShellQuote(pkg.string()) + " --json");
+  EXPECT_EQ(r.rc, 3) << r.err;
+  Json j = Json::parse(r.out);
+  ASSERT_EQ(j["problems"].size(), 1u) << j.dump();
+  EXPECT_NE(j["problems"][0].get<std::string>().find("config.yaml: memory_limit: expected a size in bytes"),
+            std::string::npos) << j.dump();
+  WriteFile(pkg / "config.yaml", config + "memory_limit: 4G\nprocess_limit: 256\n");
+  EXPECT_EQ(Kf("validate " + testing::ShellQuote(pkg.string())).rc, 0);
+}
+
 TEST(CliTask, ValidateNamesThePackageKindAndItsChecks) {
   // A native package (harness: native): tests come from config `tests`, no task.py is needed.
   const fs::path native = testing::SourceDir() / "examples/tasks/ocl_vector_add";
