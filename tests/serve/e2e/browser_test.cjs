@@ -24,6 +24,13 @@ async function main() {
   const browser = await chromium.launch({executablePath: process.env.KF_CHROMIUM, headless: true,
                                          args: ['--no-sandbox', '--disable-gpu']});
   const page = await browser.newPage({viewport: {width: 1280, height: 900}});
+  // Opens one evaluation's page and waits until it is drawn: only the URL's hash changes, so the previous
+  // evaluation's page (with its own #logs, #code, folded log) stays in place until then (a loaded CI machine clicked
+  // the old page's log summary, then the new page drew over it with the log closed).
+  const openKernel = async id => {
+    await page.goto(URL_BASE + '#kernel=' + id);
+    await page.waitForFunction(want => document.querySelector('h1')?.textContent === `Evaluation #${want}`, id);
+  };
   const dialogs = [], errors = [], foreign = [];
   page.on('dialog', d => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
   page.on('pageerror', e => errors.push(String(e)));
@@ -79,8 +86,7 @@ async function main() {
 
   // --- one evaluation: a correct candidate with logs and diffs
   const correct = (await api('/api/kernels?task=omp_reduction&status=correct&order=desc&limit=1')).kernels[0];
-  await page.goto(URL_BASE + '#kernel=' + correct.id);
-  await page.waitForSelector('#verdict');
+  await openKernel(correct.id);
   const detail = await api('/api/kernels/' + correct.id);
   eq(await page.locator('#speedup').textContent(), detail.verdict.speedup.toPrecision(3) + '×', 'verdict speedup');
   eq(await page.locator('#bench-table tbody tr').count(), detail.benchmarks.length, 'one row per benchmark');
@@ -97,20 +103,20 @@ async function main() {
 
   // A failed build with a long log: folded, unfolds on request, red error.
   const folded = (await api('/api/kernels?task=omp_reduction&limit=1&sort=id&order=asc')).kernels[0];
-  await page.goto(URL_BASE + '#kernel=' + folded.id);
+  await openKernel(folded.id);
   await page.waitForSelector('#logs button.unfold', {state: 'attached'});
   await page.click('#logs details:has(button.unfold) > summary');  // a passing step's log starts closed
   ok(!(await page.locator('#logs').textContent()).includes('warning line 150'), 'long log folded');
   await page.click('#logs button.unfold');
   ok((await page.locator('#logs').textContent()).includes('warning line 150'), 'folded lines unfold');
   const buildError = (await api('/api/kernels?task=omp_reduction&status=build_error&limit=1')).kernels[0];
-  await page.goto(URL_BASE + '#kernel=' + buildError.id);
+  await openKernel(buildError.id);
   await page.waitForSelector('#logs .ansi-fg-1');
   ok((await page.locator('#logs .ansi-fg-1.ansi-bold').first().textContent()) === 'error:', 'bold red error rendered');
   ok((await page.locator('#status-detail').textContent()).startsWith('demo build_error'), 'status detail shown');
 
   // --- the hostile candidate: nothing executes, the text is the raw string
-  await page.goto(URL_BASE + '#kernel=' + demo.hostile_id);
+  await openKernel(demo.hostile_id);
   await page.waitForSelector('#code');
   await page.waitForTimeout(500);
   eq(await page.locator('#code').textContent(), '// ' + HOSTILE + '\nint x = 1;\n', 'hostile code is plain text');
