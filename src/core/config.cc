@@ -457,14 +457,25 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
   return std::nullopt;
 }
 
+namespace {
+
+// The part of a limit that Bytes and Count read alike: 0 for null, false (YAML's unquoted `off`) and "off"; a
+// whole number >= 0 as it is; nullopt for anything else.
+std::optional<uint64_t> OffOrWhole(const Json* v) {
+  if (v == nullptr || (v->is_boolean() && !v->get<bool>()) || (v->is_string() && v->get<std::string>() == "off")) {
+    return 0;
+  }
+  if (v->is_number_integer() && v->get<int64_t>() >= 0) return v->get<uint64_t>();
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<uint64_t> ConfigView::Bytes(std::string_view key) const {
   if (!ConfigHasKey(config_, key)) return std::nullopt;
   const Json* v = Find(key);
-  if (v == nullptr) return 0;  // present and null
-  if (v->is_boolean() && !v->get<bool>()) return 0;  // YAML reads an unquoted `off` as false
-  if (v->is_number_integer() && v->get<int64_t>() >= 0) return v->get<uint64_t>();
+  if (std::optional<uint64_t> n = OffOrWhole(v)) return n;
   if (v->is_string()) {
-    if (v->get<std::string>() == "off") return 0;
     if (std::optional<uint64_t> b = ParseByteSize(v->get<std::string>())) return b;
   }
   Fail(key, "a size in bytes (a whole number, or a string like \"8G\" or \"512M\"; off, 0 or null for none)", *v);
@@ -473,10 +484,7 @@ std::optional<uint64_t> ConfigView::Bytes(std::string_view key) const {
 std::optional<uint64_t> ConfigView::Count(std::string_view key) const {
   if (!ConfigHasKey(config_, key)) return std::nullopt;
   const Json* v = Find(key);
-  if (v == nullptr) return 0;  // present and null
-  if (v->is_boolean() && !v->get<bool>()) return 0;  // YAML reads an unquoted `off` as false
-  if (v->is_number_integer() && v->get<int64_t>() >= 0) return v->get<uint64_t>();
-  if (v->is_string() && v->get<std::string>() == "off") return 0;
+  if (std::optional<uint64_t> n = OffOrWhole(v)) return n;
   Fail(key, "a whole number (off, 0 or null for none)", *v);
 }
 

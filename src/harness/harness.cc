@@ -204,6 +204,13 @@ std::string JoinNotes(const std::optional<std::string>& a, const std::string& b)
   return *a + "\n" + b;
 }
 
+// The memory and process limits of a build or test run's tree, through cgroups only (HarnessLimits).
+static void ApplyTreeLimits(const HarnessLimits& limits, ProcessOptions& o) {
+  o.memory_limit_bytes = limits.memory_limit_bytes;
+  o.process_limit = limits.process_limit;
+  o.cgroup_limits_only = true;
+}
+
 ProcessOptions TestProcessOptions(const TestRequest& req) {
   ProcessOptions o;
   o.cwd = req.task_dir;
@@ -211,9 +218,7 @@ ProcessOptions TestProcessOptions(const TestRequest& req) {
   o.env_add["KERNELFOUNDRY_TEST"] = "1";
   o.wall_timeout = req.limits.test_timeout;
   o.inactivity_timeout = req.limits.test_inactivity_timeout;
-  o.memory_limit_bytes = req.limits.memory_limit_bytes;
-  o.process_limit = req.limits.process_limit;
-  o.cgroup_limits_only = true;
+  ApplyTreeLimits(req.limits, o);
   o.on_line = req.on_line;
   o.stop = req.stop;
   o.result_pipe = true;
@@ -235,9 +240,7 @@ ProcessOptions BuildProcessOptions(const BuildRequest& req) {
   o.env_add["KERNELFOUNDRY_BUILD"] = "1";
   o.wall_timeout = req.limits.build_timeout;
   o.inactivity_timeout = req.limits.build_inactivity_timeout;
-  o.memory_limit_bytes = req.limits.memory_limit_bytes;
-  o.process_limit = req.limits.process_limit;
-  o.cgroup_limits_only = true;
+  ApplyTreeLimits(req.limits, o);
   o.on_line = req.on_line;
   o.stop = req.stop;
   // Issue 10: a build writes only its own work dir (task tree, inputs, outputs, its private temp dir).
