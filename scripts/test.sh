@@ -53,12 +53,26 @@ timed() {
 }
 step() { echo; echo "==== $* ===="; }
 record() { if [ "$1" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $2"; fi; }
+# ctest PRESET: the preset's tests; a test that fails runs once more and fails the suite only if it fails again (the
+# end-to-end tests share two cores with everything else: a missed deadline under load is not a verdict on kf).
+# Every test that needed the second try is named at the end ("FLAKY:"), so a flake is seen, not hidden.
+flaky=()
+ctest_retrying() {
+  local log rc=0
+  log=$(mktemp)
+  ctest --preset "$1" -j "$JOBS" --repeat until-pass:2 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  while IFS= read -r name; do flaky+=("ctest ($1): $name"); done < <(
+    grep -E 'Test +#[0-9]+: .*(\*\*\*|Failed|Timeout|Exception|Not Run)' "$log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | sort -u)
+  rm -f "$log"
+  return "$rc"
+}
 # suite PRESET: configure, build and test one preset, each step timed; a failing step counts as a failed suite.
 suite() {
   local rc=0
   timed "$1: configure" cmake --preset "$1" >/dev/null &&
     timed "$1: build" cmake --build --preset "$1" -j "$JOBS" &&
-    timed "$1: ctest" ctest --preset "$1" -j "$JOBS" || rc=$?
+    timed "$1: ctest" ctest_retrying "$1" || rc=$?
   record "$rc" "ctest ($1)"
 }
 
@@ -87,9 +101,27 @@ pydir=$ROOT/build/python
 # (their module fixtures stay in one process); many tests wait on child processes, so the cores are shared well.
 xdist=()
 /usr/bin/python3 -c "import xdist" 2>/dev/null && xdist=(-n "$JOBS" --dist loadfile)
+# As with ctest: the tests that failed run once more (alone), and pass the suite only if they all pass then.
+pytest_retrying() {
+  local log rc=0 failed_ids=()
+  log=$(mktemp)
+  env PYTHONPATH="$pydir" /usr/bin/python3 -m pytest -q -p no:cacheprovider "${xdist[@]}" tests/python 2>&1 |
+    tee "$log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -ne 0 ]; then
+    mapfile -t failed_ids < <(grep -E '^(FAILED|ERROR) tests/python/' "$log" | sed -E 's/^(FAILED|ERROR) ([^ ]+).*/\2/' | sort -u)
+    if [ "${#failed_ids[@]}" -gt 0 ] && [ "${#failed_ids[@]}" -le 5 ]; then
+      echo "pytest: running the ${#failed_ids[@]} failed test(s) once more"
+      rc=0
+      env PYTHONPATH="$pydir" /usr/bin/python3 -m pytest -q -p no:cacheprovider "${failed_ids[@]}" || rc=$?
+      [ "$rc" -ne 0 ] || for id in "${failed_ids[@]}"; do flaky+=("pytest: $id"); done
+    fi
+  fi
+  rm -f "$log"
+  return "$rc"
+}
 set +e
-timed "pytest tests/python" env PYTHONPATH="$pydir" /usr/bin/python3 -m pytest -q -p no:cacheprovider "${xdist[@]}" \
-  tests/python
+timed "pytest tests/python" pytest_retrying
 record $? "pytest tests/python"
 set -e
 
@@ -104,5 +136,6 @@ echo
 echo "==== phase times ===="
 printf '%s\n' "${timings[@]}"
 printf '%-44s %5d s\n' "total" "$(($(date +%s) - T0))"
+for f in "${flaky[@]}"; do echo "FLAKY (failed, then passed on its second run): $f"; done
 echo "suites: ${passed} passed, ${failed} failed"
 [ "$failed" -eq 0 ]

@@ -112,6 +112,13 @@ std::string FilesystemIsolationSupport();
 /// Probed once per process; never throws.
 bool CgroupTreeContainment();
 
+/// The tree-wide limits a run's cgroups can enforce on this machine.
+enum class TreeLimit { kMemory, kProcesses };
+
+/// How `which` would be enforced on a run's whole process tree here: "cgroup v2" or "cgroup v1" (a writable
+/// cgroup with the memory resp. pids controller), or "" when neither exists. Probed once per process; never throws.
+std::string CgroupLimitMechanism(TreeLimit which);
+
 /// End-of-run marker (reference spec §4.7): a line matcher. When a line of stdout or stderr (escapes
 /// stripped) matches, the process gets `grace` to exit on its own and is then killed (reason
 /// kEndMarkerGrace, message = what the matcher returned). The runner knows no line format: the pytest

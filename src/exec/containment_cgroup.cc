@@ -360,4 +360,12 @@ namespace kf {
 
 bool CgroupTreeContainment() { return !exec_internal::DetectCgroups().v2_base.empty(); }
 
+std::string CgroupLimitMechanism(TreeLimit which) {
+  const exec_internal::CgroupSupport& s = exec_internal::DetectCgroups();
+  const bool memory = which == TreeLimit::kMemory;
+  if (!s.v2_base.empty() && (memory ? s.v2_memory : s.v2_pids)) return "cgroup v2";
+  if (!(memory ? s.v1_memory_base : s.v1_pids_base).empty()) return "cgroup v1";
+  return "";
+}
+
 }  // namespace kf

@@ -40,6 +40,20 @@ const char* PhaseName(Phase phase) {
   return "unknown";
 }
 
+namespace {
+
+// A memory limit as given (bytes; 0 = none): below 16 MiB no interpreter or compiler starts, so every run, the
+// reference's too, would fail. Throws kf::Error(kInvalidArgument) naming `file`/`field`.
+std::optional<uint64_t> CheckedMemoryLimit(uint64_t bytes, const char* file, const char* field) {
+  if (bytes > 0 && bytes < (uint64_t{16} << 20)) {
+    throw Error(ErrorKind::kInvalidArgument, fmt::format("expected at least 16M (or off for none), got {} bytes", bytes),
+                file, field);
+  }
+  return bytes > 0 ? std::optional(bytes) : std::nullopt;
+}
+
+}  // namespace
+
 HarnessLimits HarnessLimits::FromConfig(const Json& config) {
   const ConfigView view(config);
   auto ms = [](double s) { return std::chrono::milliseconds{static_cast<int64_t>(std::llround(s * 1000.0))}; };
@@ -54,15 +68,7 @@ HarnessLimits HarnessLimits::FromConfig(const Json& config) {
   if (auto s = view.Seconds("test_output_inactivity_timeout")) {
     limits.test_inactivity_timeout = *s > 0 ? std::optional(ms(*s)) : std::nullopt;
   }
-  if (auto b = view.Bytes("memory_limit")) {
-    // Below 16 MiB no interpreter or compiler starts: every run, the reference's too, would fail.
-    if (*b > 0 && *b < (uint64_t{16} << 20)) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  fmt::format("expected at least 16M (or off for none), got {} bytes", *b), "config.yaml",
-                  "memory_limit");
-    }
-    limits.memory_limit_bytes = *b > 0 ? std::optional(*b) : std::nullopt;
-  }
+  if (auto b = view.Bytes("memory_limit")) limits.memory_limit_bytes = CheckedMemoryLimit(*b, "config.yaml", "memory_limit");
   if (auto n = view.Count("process_limit")) limits.process_limit = *n > 0 ? std::optional(*n) : std::nullopt;
   return limits;
 }
@@ -91,7 +97,7 @@ std::optional<uint64_t> HarnessLimits::DefaultMemoryLimit() {
       throw Error(ErrorKind::kInvalidArgument, "expected a size like 16G or \"off\", got '" + text + "'",
                   "environment", "KF_MEMORY_LIMIT");
     }
-    return *bytes > 0 ? std::optional(*bytes) : std::nullopt;
+    return CheckedMemoryLimit(*bytes, "environment", "KF_MEMORY_LIMIT");
   }
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGESIZE);

@@ -281,7 +281,27 @@ EvalResult InfrastructureErrorResult(const std::string& what, const std::optiona
   return r;
 }
 
-void NoteIsolation(EvalResult& result) {
+namespace {
+
+// One tree limit as the verdict records it: "17.6 GiB (cgroup v1)", "256 MiB (cgroup v2)", "4096 tasks (cgroup v2)",
+// "none", or the
+// value with "not applied: …" when no writable cgroup has the controller (the run then went without it).
+std::string DescribeTreeLimit(std::optional<uint64_t> value, TreeLimit which) {
+  if (!value) return "none";
+  const double bytes = static_cast<double>(*value);
+  const std::string amount = which == TreeLimit::kProcesses   ? fmt::format("{} tasks", *value)
+                             : bytes >= double(uint64_t{1} << 30) ? fmt::format("{:.1f} GiB", bytes / double(uint64_t{1} << 30))
+                                                                  : fmt::format("{:.0f} MiB", bytes / double(uint64_t{1} << 20));
+  const std::string how = CgroupLimitMechanism(which);
+  if (how.empty()) {
+    return amount + " not applied: no writable " + (which == TreeLimit::kMemory ? "memory" : "pids") + " cgroup";
+  }
+  return amount + " (" + how + ")";
+}
+
+}  // namespace
+
+void NoteIsolation(EvalResult& result, const HarnessLimits* limits) {
   ChildIsolation iso;
   try {
     iso = DescribeChildIsolation();
@@ -290,8 +310,18 @@ void NoteIsolation(EvalResult& result) {
     iso.filesystem = iso.privileges = iso.seccomp = std::string("unknown: ") + e.what();
   }
   result.isolation = iso.ToJson();
-  if (iso.Complete()) return;
   std::vector<std::string> notes;
+  if (limits != nullptr) {
+    const std::string memory = DescribeTreeLimit(limits->memory_limit_bytes, TreeLimit::kMemory);
+    const std::string processes = DescribeTreeLimit(limits->process_limit, TreeLimit::kProcesses);
+    result.isolation["limits"] = {{"memory", memory}, {"processes", processes}};
+    for (const auto& [name, text] : {std::pair{"memory limit", &memory}, std::pair{"process limit", &processes}}) {
+      if (text->find("not applied") != std::string::npos) {
+        notes.push_back(std::string(name) + " of build and test runs: " + *text);
+      }
+    }
+  }
+  if (iso.Complete() && notes.empty()) return;
   if (iso.mode == "off" || iso.filesystem.rfind("landlock", 0) != 0) {
     notes.push_back("filesystem isolation of build and test children: " +
                     (iso.mode == "off" ? iso.Summary() : iso.filesystem) +

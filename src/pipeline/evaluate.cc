@@ -35,7 +35,14 @@ void AddCompileInfo(EvalResult& r, const std::optional<BuildRun>& build) {
 }
 
 void Finish(Evaluation& ev, Clock::time_point t0) {
-  NoteIsolation(ev.result);  // [issue 10] the verdict says when children could not be isolated
+  // [issue 10, 25] the verdict says how children were isolated and limited (a config the harness refused has
+  // already ended the evaluation with its error; the defaults describe such a verdict).
+  std::optional<HarnessLimits> limits;
+  try {
+    limits = HarnessLimits::FromConfig(ev.task.config);
+  } catch (const Error&) {
+  }
+  NoteIsolation(ev.result, limits ? &*limits : nullptr);
   ev.wall_s = SecondsSince(t0);
   ev.combined_score = ev.result.perf_score >= 0 ? ComputePerformanceScore(ev.result) : -1;
 }

@@ -114,12 +114,14 @@ TEST(MemoryLimitConfig, TheDefaultIsThreeQuartersOfPhysicalMemoryOrTheEnvironmen
     testing::ScopedEnv env("KF_MEMORY_LIMIT", "off");
     EXPECT_EQ(HarnessLimits{}.memory_limit_bytes, std::nullopt);
   }
-  testing::ScopedEnv env("KF_MEMORY_LIMIT", "plenty");
-  try {
-    HarnessLimits limits;
-    ADD_FAILURE() << "accepted KF_MEMORY_LIMIT=plenty";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.field(), "KF_MEMORY_LIMIT");
+  for (const char* bad : {"plenty", "1M"}) {  // 1M: under the 16M floor that config.yaml's memory_limit has too
+    testing::ScopedEnv env("KF_MEMORY_LIMIT", bad);
+    try {
+      HarnessLimits limits;
+      ADD_FAILURE() << "accepted KF_MEMORY_LIMIT=" << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.field(), "KF_MEMORY_LIMIT");
+    }
   }
 }
 
@@ -199,6 +201,7 @@ class RunLimitsE2E : public ::testing::Test {
 
 TEST_F(RunLimitsE2E, ACandidateBeyondTheTasksLimitIsAResourceLimitAndBelowItPassesWarmAndCold) {
   testing::ScopedEnv env("KF_MEMORY_LIMIT", nullptr);
+  testing::ScopedEnv processes("KF_PROCESS_LIMIT", nullptr);
   for (const bool warm : Starts()) {
     SCOPED_TRACE(warm ? "warm start" : "cold start");
     const Evaluation over = Run("memory_limit: 256M\n", warm);
@@ -209,14 +212,21 @@ TEST_F(RunLimitsE2E, ACandidateBeyondTheTasksLimitIsAResourceLimitAndBelowItPass
   }
   const Evaluation under = Run("memory_limit: 2G\n", false);
   EXPECT_TRUE(IsCorrectFamily(under.result.status)) << under.result.status_detail;
+  // The verdict records the limits it ran under (issue 25: "the verdict does not record which limits applied").
+  const std::string how = CgroupLimitMechanism(TreeLimit::kMemory);
+  EXPECT_EQ(under.result.isolation["limits"]["memory"], "2.0 GiB (" + how + ")");
+  EXPECT_EQ(under.result.ToJson()["isolation"]["limits"]["processes"],
+            "4096 tasks (" + CgroupLimitMechanism(TreeLimit::kProcesses) + ")");
 }
 
 TEST_F(RunLimitsE2E, TheMachinesDefaultAppliesToATaskThatSetsNone) {
   testing::ScopedEnv env("KF_MEMORY_LIMIT", "256M");
   const Evaluation over = Run("", false);
   EXPECT_EQ(over.result.status, EvalStatus::kResourceLimit) << over.result.status_detail;
+  EXPECT_EQ(over.result.isolation["limits"]["memory"], "256 MiB (" + CgroupLimitMechanism(TreeLimit::kMemory) + ")");
   const Evaluation off = Run("memory_limit: 'off'\n", false);
   EXPECT_TRUE(IsCorrectFamily(off.result.status)) << off.result.status_detail;
+  EXPECT_EQ(off.result.isolation["limits"]["memory"], "none");
 }
 
 // A fork bomb (every process forks again and ignores refusals) under process_limit 64: the pids cgroup refuses the
