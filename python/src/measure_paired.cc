@@ -17,6 +17,7 @@
 #include "kernelfoundry/output_check.hpp"
 #include "kernelfoundry/paired.hpp"
 #include "kernelfoundry/paired_wire.hpp"
+#include "kernelfoundry/timing_keys.hpp"
 
 namespace py = pybind11;
 
@@ -197,6 +198,25 @@ py::object JudgePairedPy(const py::dict& record, const py::dict& options, const 
 
 /// Adds measure_paired, judge_paired, wait_quiet, process_cpu_seconds, compare, equal and median_ci to the _measure module (called from measure_module.cc).
 void RegisterPaired(py::module_& m) {
+  m.def(
+      "timing_defaults",
+      [] {
+        py::dict out;  // the keys a test process reads: the loop's and the plugin's (not the pipeline's)
+        for (const kf::TimingKey& k : kf::TimingKeys()) {
+          if (k.reader == kf::TimingKeyReader::kPipeline) continue;
+          const py::str name(k.name.data(), k.name.size());
+          if (k.kind == kf::TimingKeyKind::kBool) {
+            out[name] = py::bool_(k.default_value != 0);
+          } else if (k.kind == kf::TimingKeyKind::kWhole) {
+            out[name] = py::int_(static_cast<long long>(k.default_value));
+          } else {
+            out[name] = py::float_(k.default_value);
+          }
+        }
+        return out;
+      },
+      "The defaults of eval_config.timing's keys that a test process reads (include/kernelfoundry/timing_keys.hpp, "
+      "the one table): {name: default}, whole numbers as int, flags as bool.");
   m.def("measure_paired", &MeasurePairedPy, py::arg("candidate"), py::arg("reference"),
         py::arg("options") = py::dict(), py::arg("check") = py::none(),
         "Paired timing (include/kernelfoundry/paired.hpp). candidate/reference: (prepare(load) | None, call(), "

@@ -8,6 +8,7 @@
 #include "harness/test_report.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/paired.hpp"
+#include "kernelfoundry/timing_keys.hpp"
 
 namespace kf::paired_processes {
 namespace {
@@ -83,11 +84,19 @@ bool Decides(const PhaseRun& run) { return !IsCorrectFamily(run.verdict.status) 
 
 ProcessPlan ProcessPlan::FromJson(const Json& o) {
   ProcessPlan plan;
-  PairedOptions base;
-  base.budget_s = 20.0;   // kernelfoundry.paired.DEFAULTS
-  base.seed = 20261130;
-  plan.timing = PairedOptionsFromJson(o, base);
-  plan.processes = o.value("processes", int64_t{1});
+  // The loop's defaults as a test process gets them (timing_keys.hpp), then the config's values.
+  Json defaults = Json::object();
+  for (const TimingKey& k : TimingKeys()) {
+    if (k.reader != TimingKeyReader::kLoop) continue;
+    const std::string name(k.name);
+    if (k.kind == TimingKeyKind::kWhole) {
+      defaults[name] = static_cast<int64_t>(k.default_value);
+    } else {
+      defaults[name] = k.default_value;
+    }
+  }
+  plan.timing = PairedOptionsFromJson(o, PairedOptionsFromJson(defaults));
+  plan.processes = o.value("processes", int64_t{1});  // the test stage always sets it (TimingOptions)
   plan.max_processes = std::max(plan.processes, o.value("max_processes", 3 * plan.processes));
   return plan;
 }

@@ -34,8 +34,8 @@ struct ProcessPlan {
   /// (bias_relu fast.cpp, 20 s, 2026-12-03: 3 processes ±2.0–4.7 %, 8 processes ±2.0–2.3 %, 12 ±1.4–1.8 %).
   double ProcessBudget() const;
 
-  /// From the test stage's timing options (eval_config.timing after its caps and checks; the pytest plugin's
-  /// defaults where it says nothing: budget 20 s, seed 20261130). Throws kf::Error like PairedOptionsFromJson.
+  /// From the test stage's timing options (eval_config.timing after its caps and checks; where it says nothing, the
+  /// defaults a test process uses: kernelfoundry/timing_keys.hpp). Throws kf::Error like PairedOptionsFromJson.
   static ProcessPlan FromJson(const Json& timing_options);
 };
 

@@ -17,6 +17,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/paired_wire.hpp"
+#include "kernelfoundry/timing_keys.hpp"
 #include "kernelfoundry/worker_info.hpp"
 #include "core/strings.hpp"
 #include "core/temp_dir.hpp"
@@ -134,55 +135,27 @@ TimedConditions TimedConditionsFromConfig(const Json& config) {
   return c;
 }
 
-// The keys of eval_config.timing that only the pytest plugin reads (kernelfoundry.paired.DEFAULTS beyond
-// PairedOptions, which PairedOptionsFromJson checks), checked here before anything is built; any key that neither
-// kf nor the plugin knows is refused too. Regression (stranger test, 2026-12-03): `output_rtol: -1` was built and
+// The keys of eval_config.timing that no PairedOptions reader checks (the pytest plugin's own and the pipeline's:
+// kernelfoundry/timing_keys.hpp), checked here before anything is built; any key that neither kf nor the plugin
+// knows is refused too. Regression (stranger test, 2026-12-03): `output_rtol: -1` was built and
 // then judged a cheat (output_changed_under_timing), `value_sets: -1` silently ran one value set (no rotation),
 // an unknown key built and ended `no_measurement` with exit code 0.
-void CheckPluginTimingKeys(const Json& o) {
-  enum class Kind { kWhole, kNumber, kBool };
-  struct Key {
-    const char* name;
-    Kind kind;
-    double low, high;  // the allowed range (kWhole, kNumber), both ends included
-    const char* expected;
-  };
-  static constexpr Key kPlugin[] = {
-      {"value_sets", Kind::kWhole, 1, 64, "a whole number from 1 to 64"},
-      {"value_sets_max_bytes", Kind::kWhole, 1, 1e15, "a whole number of bytes >= 1"},
-      {"perturbation", Kind::kNumber, 0, 0.5, "a number from 0 to 0.5"},
-      {"output_rtol", Kind::kNumber, 0, 1e9, "a number >= 0"},
-      {"output_atol_rms", Kind::kNumber, 0, 1e9, "a number >= 0"},
-      {"output_min_ok", Kind::kNumber, 0, 1, "a number from 0 to 1"},
-      {"l2_flush", Kind::kBool, 0, 0, "true or false"},
-  };
-  // Read by PairedOptionsFromJson (paired_wire.hpp) and by the pipeline (processes, max_processes).
-  static constexpr const char* kChecked[] = {
-      "target_rel_half_width", "budget_s", "warmup_budget_fraction", "min_rounds", "max_rounds",
-      "warmup_min_rounds", "warmup_window", "warmup_tolerance", "min_sample_s", "quiesce_max_s", "check_fraction",
-      "seed", "after_return_cpu_ratio", "suspicious_speedup", "processes", "max_processes"};
-  std::string known;
-  for (const char* k : kChecked) known += std::string(known.empty() ? "" : ", ") + k;
-  for (const Key& k : kPlugin) known += std::string(", ") + k.name;
+void CheckTimingKeys(const Json& o) {
   for (const auto& [name, value] : o.items()) {
-    const Key* key = nullptr;
-    for (const Key& k : kPlugin) {
-      if (name == k.name) key = &k;
-    }
+    const TimingKey* key = FindTimingKey(name);
     if (key == nullptr) {
-      if (std::find_if(std::begin(kChecked), std::end(kChecked), [&](const char* k) { return name == k; }) ==
-          std::end(kChecked)) {
-        throw Error(ErrorKind::kInvalidArgument, "unknown timing option; expected one of " + known, "config.yaml",
-                    "eval_config.timing." + name);
-      }
-      continue;
+      std::string known;
+      for (const TimingKey& k : TimingKeys()) known += (known.empty() ? "" : ", ") + std::string(k.name);
+      throw Error(ErrorKind::kInvalidArgument, "unknown timing option; expected one of " + known, "config.yaml",
+                  "eval_config.timing." + name);
     }
-    const bool ok = key->kind == Kind::kBool
+    if (key->reader == TimingKeyReader::kLoop) continue;  // PairedOptionsFromJson checked it
+    const bool ok = key->kind == TimingKeyKind::kBool
                         ? value.is_boolean()
-                        : (key->kind == Kind::kWhole ? value.is_number_integer() : value.is_number()) &&
+                        : (key->kind == TimingKeyKind::kWhole ? value.is_number_integer() : value.is_number()) &&
                               value.get<double>() >= key->low && value.get<double>() <= key->high;
     if (!ok) {
-      throw Error(ErrorKind::kInvalidArgument, std::string("expected ") + key->expected + ", got " + value.dump(),
+      throw Error(ErrorKind::kInvalidArgument, "expected " + std::string(key->expected) + ", got " + value.dump(),
                   "config.yaml", "eval_config.timing." + name);
     }
   }
@@ -211,7 +184,8 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   }
   const double benchmarks = static_cast<double>(std::max<size_t>(1, task.profile_tests.size()));
   const double cap = 0.6 * static_cast<double>(limits.test_timeout.count()) / 1000.0 / benchmarks;
-  double wanted = o.contains("budget_s") && o["budget_s"].is_number() ? o["budget_s"].get<double>() : 20.0;
+  double wanted = o.contains("budget_s") && o["budget_s"].is_number() ? o["budget_s"].get<double>()
+                                                                     : TimingDefault("budget_s");
   // $KF_TIMING_BUDGET_S caps it for a whole machine (e.g. a CI run that only needs verdicts, not precision).
   if (const char* env = std::getenv("KF_TIMING_BUDGET_S"); env && *env && std::atof(env) > 0) {
     wanted = std::min(wanted, std::atof(env));
@@ -241,7 +215,7 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   // $KF_TIMING_PROCESSES changes the default machine-wide (a CI run that needs verdicts, not precision).
   const bool explicit_processes = o.contains("processes");
   if (!explicit_processes) {
-    o["processes"] = 4;
+    o["processes"] = static_cast<int64_t>(TimingDefault("processes"));
     if (const char* env = std::getenv("KF_TIMING_PROCESSES"); env && *env) {
       const std::string text = env;
       const bool digits = text.size() <= 2 && std::all_of(text.begin(), text.end(), [](char c) {
@@ -258,14 +232,7 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   }
   // eval_config.timing.l2_flush: cold-cache timing on a device (a buffer of 2 x L2 overwritten before every sample;
   // python/task/kernelfoundry/device_timing.py, sdk/device_timing.hpp), checked with the plugin's keys below.
-  for (const auto& [key, top] : {std::pair<const char*, int64_t>{"processes", 16}, {"max_processes", 48}}) {
-    if (o.contains(key) &&
-        !(o[key].is_number_integer() && o[key].get<int64_t>() >= 1 && o[key].get<int64_t>() <= top)) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "expected a whole number from 1 to " + std::to_string(top) + ", got " + o[key].dump(),
-                  "config.yaml", std::string("eval_config.timing.") + key);
-    }
-  }
+  CheckTimingKeys(o);
   // max_processes below processes: a config that set both contradicts itself; one that set only max_processes
   // caps the default (or $KF_TIMING_PROCESSES) processes.
   if (o.contains("max_processes") && o["max_processes"].get<int64_t>() < o["processes"].get<int64_t>()) {
@@ -276,7 +243,6 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
     }
     o["processes"] = o["max_processes"];
   }
-  CheckPluginTimingKeys(o);
   return o;
 }
 

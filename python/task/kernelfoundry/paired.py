@@ -51,30 +51,9 @@ _equal = _measure.equal
 _measure_loop = _measure.measure
 _isnan = math.isnan
 
-#: Default knobs; eval_config.timing (JSON via --kf-paired-options) overrides them.
-DEFAULTS = {
-    "target_rel_half_width": 0.02,  # stop once the 95 % CI half-width is ≤ 2 % of the median ratio
-    "budget_s": 20.0,               # per benchmark, warm-up included
-    "min_rounds": 12,
-    "max_rounds": 1_000_000,
-    "warmup_budget_fraction": 0.3,  # the warm-up's knobs (include/kernelfoundry/paired.hpp, PairedOptions)
-    "warmup_min_rounds": 3,
-    "warmup_window": 5,
-    "warmup_tolerance": 0.05,
-    "check_fraction": 0.2,          # share of rounds whose outputs and inputs are checked (first 3 always)
-    "quiesce_max_s": 0.05,
-    "min_sample_s": 2e-4,
-    "seed": 20261130,
-    "value_sets": 4,                # distinct input value sets (original + perturbed), memory permitting
-    "value_sets_max_bytes": 1 << 30,
-    "perturbation": 0.1,            # floating-point inputs are multiplied by 1 + U(-p, p) per element
-    "output_rtol": 1e-2,
-    "output_atol_rms": 1e-3,        # absolute tolerance relative to the reference output's RMS
-    "output_min_ok": 0.99,
-    "suspicious_speedup": 10.0,     # speedups above this are measured again with new values
-    "after_return_cpu_ratio": 0.25,  # other threads' CPU after the candidate's calls, vs its windows
-    "l2_flush": False,              # cold-cache timing on a device: overwrite 2 x L2 before every sample
-}
+#: Default knobs; eval_config.timing (JSON via --kf-paired-options) overrides them. The one table of the keys, their
+#: defaults and what each does is C++'s (include/kernelfoundry/timing_keys.hpp); kf checks a config against it.
+DEFAULTS = _measure.timing_defaults()
 
 
 class _Torch:
