@@ -74,14 +74,31 @@ TaskForRun LoadTaskForRunArg(const std::string& arg) {
   return LoadTaskForRun(ReadInput(arg), options);
 }
 
-void WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes) {
+void WriteFileAtomic(const std::filesystem::path& given, std::string_view bytes) {
   static std::atomic<unsigned> counter{0};
-  std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(given, ec);  // symlinks followed
+  if (std::filesystem::is_directory(status))
+    throw Error(ErrorKind::kInvalidArgument, "the output path is a directory", given.string());
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    // A device, FIFO or socket (/dev/null, /dev/stdout, a named pipe): written in place. Regression (2026-12-04):
+    // `kf run … --json /dev/null` as root renamed its temporary file over /dev/null, which became a regular file
+    // and broke every later run of the machine (pytest opens /dev/null for writing).
+    std::ofstream out(given, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) throw Error(ErrorKind::kIO, "write failed", given.string());
+    return;
+  }
+  // A symlink to a file: the file it points to is replaced, not the link.
+  std::filesystem::path path = given;
+  if (std::filesystem::is_symlink(given, ec) && std::filesystem::exists(status)) {
+    std::filesystem::path target = std::filesystem::canonical(given, ec);
+    if (!ec) path = std::move(target);
+  }
+  std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   if (!std::filesystem::is_directory(dir, ec))
-    throw Error(ErrorKind::kNotFound, "the output's directory does not exist", path.string());
-  if (std::filesystem::is_directory(path, ec))
-    throw Error(ErrorKind::kInvalidArgument, "the output path is a directory", path.string());
+    throw Error(ErrorKind::kNotFound, "the output's directory does not exist", given.string());
   std::filesystem::path tmp =
       dir / fmt::format(".{}.tmp.{}.{}", path.filename().string(), static_cast<long>(getpid()), counter++);
   {

@@ -39,7 +39,9 @@ TaskForRun LoadTaskForRunArg(const std::string& arg);
 /// Reads a whole file ("-" = stdin). Throws kf::Error(kNotFound / kIO) naming it.
 std::string ReadInput(const std::string& path);
 
-/// Writes `bytes` to a temp file beside `path`, then renames it over `path` (never a partial file).
+/// Writes `bytes` to a temp file beside `path`, then renames it over `path` (never a partial file); a symlink's
+/// target is the file replaced. A `path` that is a device, FIFO or socket (/dev/null, /dev/stdout) is written in
+/// place, never replaced. Throws kf::Error naming `path` (a directory, a missing parent, a failed write).
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes);
 
 /// Kinds of output paths: *.json, an archive (by extension), or a directory (anything else).

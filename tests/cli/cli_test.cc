@@ -1,6 +1,8 @@
 // The task verbs of the `kf` binary (info, encode, decode, blocks, with-blocks, validate, hash), run as a
 // real process against the fixtures and goldens. Bad inputs must give exactly one error line on stderr,
 // a non-zero exit code and no output file.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -109,6 +111,37 @@ TEST(CliTask, EncodeMatchesGoldenAndDecodeRestoresTheFiles) {
     EXPECT_EQ(Kf("hash " + testing::ShellQuote(archive.string())).out,
               Golden("multi_block")["to_database_task"]["id"].get<std::string>() + "\n");
   }
+}
+
+// An output path that is not a regular file is written in place, never renamed over. Regression (2026-12-04):
+// `kf run … --json /dev/null` as root replaced /dev/null with a regular file (and every pytest run after it failed
+// to open /dev/null). A FIFO stands in for the device here: the same rule, and nothing of the machine is at risk.
+// A symlink keeps pointing at the file it named, which gets the new content.
+TEST(CliTask, AnOutputThatIsADeviceOrFifoIsWrittenInPlaceAndASymlinkIsFollowed) {
+  TempDir tmp;
+  const fs::path pkg = CopyFixture("multi_block", tmp.path());
+  const fs::path fifo = tmp.path() / "fifo.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path got = tmp.path() / "got.json";
+  auto [rc, out] = testing::RunShell("timeout 60 cat " + testing::ShellQuote(fifo.string()) + " > " +
+                                     testing::ShellQuote(got.string()) + " & " +
+                                     testing::ShellQuote((BinaryDir() / "kf").string()) + " encode " +
+                                     testing::ShellQuote(pkg.string()) + " -o " + testing::ShellQuote(fifo.string()) +
+                                     "; s=$?; wait; exit $s");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(fs::is_fifo(fifo)) << "the FIFO was replaced";
+  EXPECT_EQ(Json::parse(ReadFile(got))["task_data"].size(), Golden("multi_block")["encode"]["task_data"].size());
+  for (const auto& e : fs::directory_iterator(tmp.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
+  }
+
+  const fs::path target = tmp.path() / "target.json", link = tmp.path() / "latest.json";
+  WriteFile(target, "old");
+  fs::create_symlink(target, link);
+  RunResult r = Kf("encode " + testing::ShellQuote(pkg.string()) + " -o " + testing::ShellQuote(link.string()));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_NE(ReadFile(target).find("task_data"), std::string::npos);
 }
 
 TEST(CliTask, ReferenceEncodingDecodesReencodesIdentically) {
