@@ -223,6 +223,11 @@ struct Evaluation {
   Json cached = nullptr;
 };
 
+/// Checks the parts of a task's config that the test stage reads (eval_config.threads, eval_config.allocator,
+/// eval_config.timing: its keys, kinds and ranges, processes, removed keys) and the run limits, as Evaluate does
+/// before any build (and kf validate). Throws kf::Error (kInvalidArgument) naming config.yaml and the field.
+void ValidateTestConfig(const Task& task);
+
 /// Evaluates `candidate` (a block update: the shorthand {"EVOLVE": code} or the full form; nullopt = the
 /// task's current blocks) on `task`. Throws kf::Error for unusable input (block update that does not fit
 /// the task, no gpu_arch, unknown harness, unwritable work dirs); every candidate failure (extraction,

@@ -232,6 +232,9 @@ KF_REGISTER_COMMAND("run", [](CLI::App& app, int* exit_code) {
                 "seccomp); same as KF_ISOLATION=required");
   cmd->callback([o, exit_code]() {
     if (o->require_isolation) RequireIsolation();
+    // A --json path that cannot be written is refused before any evaluation (stranger test, 2026-12-04: a
+    // directory ran the whole evaluation, then failed and lost its verdict).
+    if (!o->json.empty() && o->json != "-") CheckOutputFile(o->json);
     *exit_code = o->candidates.empty() ? RunRun(*o) : RunBatchRun(*o);
   });
 });

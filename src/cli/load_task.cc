@@ -13,6 +13,7 @@
 
 #include "core/files.hpp"
 #include "kernelfoundry/error.hpp"
+#include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/test_discovery.hpp"
 
@@ -74,12 +75,37 @@ TaskForRun LoadTaskForRunArg(const std::string& arg) {
   return LoadTaskForRun(ReadInput(arg), options);
 }
 
-void WriteFileAtomic(const std::filesystem::path& given, std::string_view bytes) {
-  static std::atomic<unsigned> counter{0};
+namespace {
+
+// Where WriteFileAtomic puts `given`'s bytes: `given` itself, or the file a symlink names (created when missing).
+std::filesystem::path OutputTarget(const std::filesystem::path& given) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(given, ec)) return given;
+  std::filesystem::path target = std::filesystem::read_symlink(given, ec);
+  if (ec) return given;
+  if (target.is_relative()) target = given.parent_path() / target;
+  return OutputTarget(target);  // a chain of links ends at a file or a missing name (a loop: the OS refuses it)
+}
+
+}  // namespace
+
+void CheckOutputFile(const std::filesystem::path& given) {
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::status(given, ec);  // symlinks followed
   if (std::filesystem::is_directory(status))
     throw Error(ErrorKind::kInvalidArgument, "the output path is a directory", given.string());
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) return;  // written in place
+  const std::filesystem::path path = OutputTarget(given);
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(dir, ec))
+    throw Error(ErrorKind::kNotFound, "the output's directory does not exist", given.string());
+}
+
+void WriteFileAtomic(const std::filesystem::path& given, std::string_view bytes) {
+  static std::atomic<unsigned> counter{0};
+  CheckOutputFile(given);
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(given, ec);
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
     // A device, FIFO or socket (/dev/null, /dev/stdout, a named pipe): written in place. Regression (2026-12-04):
     // `kf run … --json /dev/null` as root renamed its temporary file over /dev/null, which became a regular file
@@ -90,32 +116,30 @@ void WriteFileAtomic(const std::filesystem::path& given, std::string_view bytes)
     if (!out) throw Error(ErrorKind::kIO, "write failed", given.string());
     return;
   }
-  // A symlink to a file: the file it points to is replaced, not the link.
-  std::filesystem::path path = given;
-  if (std::filesystem::is_symlink(given, ec) && std::filesystem::exists(status)) {
-    std::filesystem::path target = std::filesystem::canonical(given, ec);
-    if (!ec) path = std::move(target);
-  }
-  std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  if (!std::filesystem::is_directory(dir, ec))
-    throw Error(ErrorKind::kNotFound, "the output's directory does not exist", given.string());
+  // A symlink's file is replaced, not the link (a dangling link's file is created).
+  const std::filesystem::path path = OutputTarget(given);
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   std::filesystem::path tmp =
       dir / fmt::format(".{}.tmp.{}.{}", path.filename().string(), static_cast<long>(getpid()), counter++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(ErrorKind::kIO, "cannot create the output file", path.string());
+    if (!out) throw Error(ErrorKind::kIO, "cannot create the output file", given.string());
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out) {
       out.close();
       std::filesystem::remove(tmp, ec);
-      throw Error(ErrorKind::kIO, "write failed (disk full?)", path.string());
+      throw Error(ErrorKind::kIO, "write failed (disk full?)", given.string());
     }
+  }
+  // The replaced file's permissions stay (a 0444 result file stays 0444).
+  if (const std::filesystem::file_status old = std::filesystem::status(path, ec); std::filesystem::exists(old)) {
+    std::filesystem::permissions(tmp, old.permissions(), ec);
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);
-    throw Error(ErrorKind::kIO, "cannot move the output into place", path.string());
+    throw Error(ErrorKind::kIO, "cannot move the output into place", given.string());
   }
 }
 
@@ -179,8 +203,11 @@ std::vector<std::string> ValidateStructure(const std::string& arg, Task* task_ou
   }
   // The run limits (timeouts, memory_limit, process_limit) as kf run reads them (stranger test: `memory_limit: lots`
   // was valid here and refused only by kf run).
+  // And eval_config (threads, allocator, every timing key) as kf run checks it before building (stranger test,
+  // 2026-12-04: `eval_config.timing.processes: 0` or an unknown key was "valid" here and refused by kf run).
   try {
     (void)HarnessLimits::FromConfig(task.config);
+    ValidateTestConfig(task);
   } catch (const Error& e) {
     problems.push_back(e.what());
   }

@@ -39,10 +39,15 @@ TaskForRun LoadTaskForRunArg(const std::string& arg);
 /// Reads a whole file ("-" = stdin). Throws kf::Error(kNotFound / kIO) naming it.
 std::string ReadInput(const std::string& path);
 
-/// Writes `bytes` to a temp file beside `path`, then renames it over `path` (never a partial file); a symlink's
-/// target is the file replaced. A `path` that is a device, FIFO or socket (/dev/null, /dev/stdout) is written in
-/// place, never replaced. Throws kf::Error naming `path` (a directory, a missing parent, a failed write).
+/// Writes `bytes` to a temp file beside `path`, then renames it over `path` (never a partial file), keeping the
+/// replaced file's permissions; a symlink's file is the one replaced (created when the link dangles). A `path`
+/// that is a device, FIFO or socket (/dev/null, /dev/stdout) is written in place, never replaced. Throws kf::Error
+/// naming `path` (CheckOutputFile's errors, a failed write).
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes);
+
+/// What WriteFileAtomic would refuse before writing: `path` is a directory (kInvalidArgument) or its directory
+/// does not exist (kNotFound). Commands call it before their work, so that a bad output path costs nothing.
+void CheckOutputFile(const std::filesystem::path& path);
 
 /// Kinds of output paths: *.json, an archive (by extension), or a directory (anything else).
 enum class OutputKind { kJson, kArchive, kDirectory };

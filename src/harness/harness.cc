@@ -52,6 +52,19 @@ std::optional<uint64_t> CheckedMemoryLimit(uint64_t bytes, const char* file, con
   return bytes > 0 ? std::optional(bytes) : std::nullopt;
 }
 
+// A process limit as given (tasks; 0 = none): above the kernel's PID_MAX_LIMIT (4,194,304 on 64-bit Linux) the pids
+// cgroup refuses the value and the run would go without a limit while the verdict named one (stranger test,
+// 2026-12-04: `process_limit: 4294967296`). Throws kf::Error(kInvalidArgument) naming `file`/`field`.
+std::optional<uint64_t> CheckedProcessLimit(uint64_t tasks, const char* file, const char* field) {
+  constexpr uint64_t kPidMaxLimit = uint64_t{4} << 20;
+  if (tasks > kPidMaxLimit) {
+    throw Error(ErrorKind::kInvalidArgument,
+                fmt::format("expected at most {} (the kernel's largest number of tasks), got {}", kPidMaxLimit, tasks),
+                file, field);
+  }
+  return tasks > 0 ? std::optional(tasks) : std::nullopt;
+}
+
 }  // namespace
 
 HarnessLimits HarnessLimits::FromConfig(const Json& config) {
@@ -69,7 +82,7 @@ HarnessLimits HarnessLimits::FromConfig(const Json& config) {
     limits.test_inactivity_timeout = *s > 0 ? std::optional(ms(*s)) : std::nullopt;
   }
   if (auto b = view.Bytes("memory_limit")) limits.memory_limit_bytes = CheckedMemoryLimit(*b, "config.yaml", "memory_limit");
-  if (auto n = view.Count("process_limit")) limits.process_limit = *n > 0 ? std::optional(*n) : std::nullopt;
+  if (auto n = view.Count("process_limit")) limits.process_limit = CheckedProcessLimit(*n, "config.yaml", "process_limit");
   return limits;
 }
 
@@ -85,7 +98,7 @@ std::optional<uint64_t> HarnessLimits::DefaultProcessLimit() {
     throw Error(ErrorKind::kInvalidArgument, "expected a whole number of processes or \"off\", got '" + text + "'",
                 "environment", "KF_PROCESS_LIMIT");
   }
-  return n > 0 ? std::optional<uint64_t>(n) : std::nullopt;
+  return CheckedProcessLimit(n, "environment", "KF_PROCESS_LIMIT");
 }
 
 std::optional<uint64_t> HarnessLimits::DefaultMemoryLimit() {

@@ -19,13 +19,8 @@ std::optional<EvalResult> InfrastructureFailure(const BuildStageResult& builds);
 
 /// Records in a verdict's `isolation` how build and test children were isolated and which tree limits they ran
 /// under (`limits`: {"memory", "processes"}: "17.6 GiB (cgroup v1)", "none" or "… not applied: …"), from
-/// `limits` (HarnessLimits::FromConfig of the task; nullptr when they could not be read: not recorded). What was NOT applied (issue 10: "the verdict says so") also
-/// gets a line in eval_log and a note in status_detail.
+/// `limits` (HarnessLimits::FromConfig of the task; nullptr when they could not be read: not recorded). What was
+/// NOT applied (issue 10: "the verdict says so") also gets a line in eval_log and a note in status_detail.
 void NoteIsolation(EvalResult& result, const HarnessLimits* limits);
-
-/// Checks the parts of a task's config that the test stage reads (eval_config.threads, eval_config.allocator,
-/// eval_config.timing: processes, the loop and verdict knobs, removed keys), so that Evaluate can reject them before any
-/// build. Throws kf::Error (kInvalidArgument) naming config.yaml and the field. Defined in test_stage.cc.
-void ValidateTestConfig(const Task& task);
 
 }  // namespace kf

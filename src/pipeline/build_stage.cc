@@ -289,7 +289,7 @@ namespace {
 std::string DescribeTreeLimit(std::optional<uint64_t> value, TreeLimit which) {
   if (!value) return "none";
   const double bytes = static_cast<double>(*value);
-  const std::string amount = which == TreeLimit::kProcesses   ? fmt::format("{} tasks", *value)
+  const std::string amount = which == TreeLimit::kProcesses   ? fmt::format("{} task{}", *value, *value == 1 ? "" : "s")
                              : bytes >= double(uint64_t{1} << 30) ? fmt::format("{:.1f} GiB", bytes / double(uint64_t{1} << 30))
                                                                   : fmt::format("{:.0f} MiB", bytes / double(uint64_t{1} << 20));
   const std::string how = CgroupLimitMechanism(which);

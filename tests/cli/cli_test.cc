@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include "kernelfoundry/json.hpp"
 #include "test_util.hpp"
@@ -208,6 +210,36 @@ TEST(CliTask, ValidateChecksTheRunLimits) {
             std::string::npos) << j.dump();
   WriteFile(pkg / "config.yaml", config + "memory_limit: 4G\nprocess_limit: 256\n");
   EXPECT_EQ(Kf("validate " + testing::ShellQuote(pkg.string())).rc, 0);
+  // eval_config as kf run reads it before building (stranger test, 2026-12-04: these were "valid" here).
+  for (const auto& [timing, field] : {std::pair{"processes: 0", "eval_config.timing.processes"},
+                                      {"bogus: 1", "eval_config.timing.bogus"},
+                                      {"l2_flush: 'yes'", "eval_config.timing.l2_flush"},
+                                      {"budget_s: -1", "eval_config.timing.budget_s"}}) {
+    std::string with = config;  // the fixture has an eval_config mapping: timing goes into it
+    ASSERT_NE(with.find("eval_config:\n"), std::string::npos);
+    with.replace(with.find("eval_config:\n"), 13, "eval_config:\n  timing:\n    " + std::string(timing) + "\n");
+    WriteFile(pkg / "config.yaml", with);
+    r = Kf("validate " + testing::ShellQuote(pkg.string()) + " --json");
+    EXPECT_EQ(r.rc, 3) << timing << ": " << r.out;
+    EXPECT_NE(r.out.find(field), std::string::npos) << timing << ": " << r.out;
+  }
+}
+
+// A --json path kf run cannot write is refused before anything is built (stranger test, 2026-12-04: a directory
+// ran the whole evaluation, then failed and lost the verdict).
+TEST(CliTask, RunRefusesAJsonPathItCannotWriteBeforeBuilding) {
+  TempDir tmp;
+  const fs::path pkg = CopyFixture("relu_cpu", tmp.path());
+  fs::create_directories(tmp.path() / "adir.json");
+  for (const auto& [out, rc, says] : {std::tuple{tmp.path() / "adir.json", 3, "the output path is a directory"},
+                                      {tmp.path() / "missing" / "x.json", 4, "the output's directory does not exist"}}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const RunResult r = Kf("run " + testing::ShellQuote(pkg.string()) + " --no-store --json " +
+                           testing::ShellQuote(out.string()));
+    ExpectOneLineError(r, rc, says);
+    EXPECT_EQ(r.err.find("build"), std::string::npos) << "it built first: " << r.err;
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0);
+  }
 }
 
 TEST(CliTask, ValidateNamesThePackageKindAndItsChecks) {
