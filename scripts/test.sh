@@ -58,7 +58,7 @@ record() { if [ "$1" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed
 # Every test that needed the second try is named at the end ("FLAKY:"), so a flake is seen, not hidden.
 flaky=()
 ctest_retrying() {
-  local log rc=0
+  local log name rc=0
   log=$(mktemp)
   ctest --preset "$1" -j "$JOBS" --repeat until-pass:2 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}

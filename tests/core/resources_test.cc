@@ -110,7 +110,8 @@ TEST(Resources, SdkFromTheSourceTreeHasTheHeaderAndTheTimingLoopSources) {
     names.push_back(s.lexically_relative(testing::SourceDir() / "src").string());
   }
   EXPECT_EQ(names, (std::vector<std::string>{"measure/measure.cc", "measure/paired.cc", "measure/stats.cc",
-                                             "measure/round.cc", "core/error.cc", "sdk/task_sdk.cc"}));
+                                             "measure/round.cc", "measure/timing_keys.cc", "core/error.cc",
+                                             "sdk/task_sdk.cc"}));
 #if KF_TASK_SDK_BUILT
   // This build compiled them once (target kf_task_sdk); native builds link that object.
   EXPECT_EQ(sdk.object, testing::BinaryDir() / "sdk/lib/kf_task_sdk.o");
@@ -126,7 +127,8 @@ TEST(Resources, SdkFromTheEnvironmentAndAnIncompleteOneNamesWhatIsMissing) {
   TempDir tmp;
   const fs::path root = tmp.path() / "sdk";
   WriteFile(root / "include/kernelfoundry/sdk/task_sdk.hpp", "");
-  for (const char* s : {"measure/measure.cc", "measure/paired.cc", "measure/stats.cc", "measure/round.cc"})
+  for (const char* s : {"measure/measure.cc", "measure/paired.cc", "measure/stats.cc", "measure/round.cc",
+                        "measure/timing_keys.cc"})
     WriteFile(root / "src" / s, "");
   ScopedEnv env("KF_SDK_DIR", root.c_str());
   Error e = ExpectError(ErrorKind::kNotFound, [] { FindTaskSdk(); });
@@ -138,8 +140,8 @@ TEST(Resources, SdkFromTheEnvironmentAndAnIncompleteOneNamesWhatIsMissing) {
   TaskSdk sdk = FindTaskSdk();
   EXPECT_EQ(sdk.origin, "KF_SDK_DIR");
   EXPECT_EQ(sdk.include_dir, fs::canonical(root) / "include");
-  ASSERT_EQ(sdk.sources.size(), 6u);
-  EXPECT_EQ(sdk.sources[4], fs::canonical(root) / "src/core/error.cc");
+  ASSERT_EQ(sdk.sources.size(), 7u);
+  EXPECT_EQ(sdk.sources[5], fs::canonical(root) / "src/core/error.cc");
   EXPECT_TRUE(sdk.object.empty());  // no lib/kf_task_sdk.o: the build compiles the sources
   EXPECT_EQ(sdk.LinkInputs(), sdk.SourceFiles());
   EXPECT_EQ(sdk.SourceFiles().find((fs::canonical(root) / "src/measure/measure.cc").string()), 0u);
@@ -151,7 +153,7 @@ TEST(Resources, TheCompiledSdkObjectIsUsedOnlyWhenNewerThanEverySourceAndHeader)
   WriteFile(root / "include/kernelfoundry/sdk/task_sdk.hpp", "");
   WriteFile(root / "include/kernelfoundry/paired.hpp", "");
   for (const char* s : {"measure/measure.cc", "measure/paired.cc", "measure/stats.cc", "measure/round.cc",
-                        "core/error.cc", "sdk/task_sdk.cc"})
+                        "measure/timing_keys.cc", "core/error.cc", "sdk/task_sdk.cc"})
     WriteFile(root / "src" / s, "");
   WriteFile(root / "lib/kf_task_sdk.o", "");
   const auto now = fs::file_time_type::clock::now();
