@@ -62,8 +62,12 @@ ctest_retrying() {
   log=$(mktemp)
   ctest --preset "$1" -j "$JOBS" --repeat until-pass:2 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
-  while IFS= read -r name; do flaky+=("ctest ($1): $name"); done < <(
-    grep -E 'Test +#[0-9]+: .*(\*\*\*|Failed|Timeout|Exception|Not Run)' "$log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | sort -u)
+  # Failed at least once, and not in ctest's final list of failures ("\t<n> - <name> (Failed)").
+  local final
+  final=$(sed -n '/^The following tests FAILED:/,/^Errors while running CTest/p' "$log" | sed -nE 's/^\s+[0-9]+ - ([^ ]+).*/\1/p')
+  while IFS= read -r name; do
+    grep -qxF "$name" <<<"$final" || flaky+=("ctest ($1): $name")
+  done < <(grep -E 'Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception)' "$log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | sort -u)
   rm -f "$log"
   return "$rc"
 }
