@@ -55,8 +55,8 @@ struct PairedOptions {
   int64_t min_rounds = 12;              ///< never stop on the target before this many measured rounds
   int64_t max_rounds = 1'000'000;
   int64_t warmup_min_rounds = 3;
-  int64_t warmup_window = 5;            ///< rounds per window of the warm-up stability test
-  double warmup_tolerance = 0.05;       ///< relative change of each side's window median that counts as stable
+  int64_t warmup_window = 2;            ///< rounds per window of the warm-up stability test
+  double warmup_tolerance = 0.25;       ///< relative change of each side's window median that counts as stable
   double min_sample_s = 2e-4;           ///< calls are batched so that one timed sample lasts at least this
   double quiesce_max_s = 0.05;          ///< longest wait for other threads to go idle after a side's calls
   double check_fraction = 0.2;          ///< share of measured rounds checked (besides the first three)

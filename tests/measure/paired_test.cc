@@ -71,8 +71,25 @@ TEST(MeasurePaired, ExactRatioReachesTheTargetAtMinRounds) {
   EXPECT_EQ(r.calls_per_sample, 1);  // 0.5 ms >= min_sample_s
   EXPECT_NEAR(r.candidate_ms[0], 0.5, 1e-9);
   EXPECT_NEAR(r.reference_ms[0], 1.5, 1e-9);
-  EXPECT_GE(r.warmup_rounds, 10);  // 2 windows of 5 before the stability test can pass
+  EXPECT_EQ(r.warmup_rounds, 4);  // 2 windows of 2 rounds before the stability test can pass; steady at once
   EXPECT_EQ(c_calls, r_calls);
+}
+
+// A side whose first calls are slow (first-touch page faults, a JIT compile) is warmed up until two windows
+// agree within warmup_tolerance: none of its slow calls is measured, with the default window of 2 and 25 %.
+TEST(MeasurePaired, ASlowStartIsWaitedOutByTheDefaultWarmUp) {
+  FakeMachine m;
+  int c_calls = 0;
+  // The candidate's first 7 calls take 3x as long; the reference is steady.
+  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(++c_calls <= 7 ? 1500 : 500); }, nullptr, nullptr};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(1500); }, nullptr, nullptr};
+  PairedResult r = MeasurePaired(cand, ref, Fast(), {}, m.clock());
+  EXPECT_DOUBLE_EQ(r.speedup.median, 3.0);
+  EXPECT_DOUBLE_EQ(r.speedup.low, 3.0);  // no slow call among the measured rounds
+  for (double ms : r.candidate_ms) EXPECT_NEAR(ms, 0.5, 1e-9);
+  // The calibration round and the warm-up used the 7 slow calls; the warm-up ends 2 windows after the last one.
+  EXPECT_GE(r.warmup_rounds, 5);
+  EXPECT_LE(r.warmup_rounds, 8);
 }
 
 TEST(MeasurePaired, ShortCallsAreBatchedWithVaryingBatchSizes) {
@@ -145,8 +162,11 @@ TEST(MeasurePaired, OrderIsRandomisedPerRoundAndPrepareSeesTheRound) {
                    m.t += std::chrono::microseconds(400);
                  },
                  nullptr, nullptr};
-  MeasurePaired(cand, ref, Fast(), {}, m.clock());
+  PairedOptions o = Fast();
+  o.min_rounds = 40;  // enough rounds that a fair coin is told from a fixed order (the warm-up is only 4 rounds)
+  MeasurePaired(cand, ref, o, {}, m.clock());
   const int ref_first = std::count(first.begin(), first.end(), 1);
+  EXPECT_GE(first.size(), 40u);
   EXPECT_GT(ref_first, 3);
   EXPECT_LT(ref_first, static_cast<int>(first.size()) - 3);
 }
