@@ -111,6 +111,31 @@ std::string WithNote(std::string detail, const std::string& note) {
   return detail.empty() ? note : detail + "; " + note;
 }
 
+// For a noisy merged record: the range of the processes' median per-call times of each side, e.g. "per-process
+// medians: candidate 0.90-1.17 ms, reference 1.89-3.28 ms". When the processes' speeds spread far more than the
+// ratio's target, the machine's speed moved during the run (2026-12-04, bias_relu fast.cpp: the reference ran
+// at 3.1 ms per call and then at 2.0 ms for seconds at a time, inside processes, while another load came and
+// went; the ratio followed it, 2.8x and 2.1x). "" when the record does not hold one list per process.
+std::string ProcessSpread(const PairedRecord& r) {
+  size_t total = 0;
+  for (int64_t n : r.process_rounds) total += n > 0 ? static_cast<size_t>(n) : 0;
+  if (r.process_rounds.size() < 2 || total != r.candidate_ms.size() || total != r.reference_ms.size()) return "";
+  double lo[2] = {INFINITY, INFINITY}, hi[2] = {0, 0};
+  size_t at = 0;
+  for (int64_t n : r.process_rounds) {
+    if (n <= 0) continue;
+    const auto from = static_cast<std::ptrdiff_t>(at), to = static_cast<std::ptrdiff_t>(at + static_cast<size_t>(n));
+    const double m[2] = {Median(std::vector<double>(r.candidate_ms.begin() + from, r.candidate_ms.begin() + to)),
+                         Median(std::vector<double>(r.reference_ms.begin() + from, r.reference_ms.begin() + to))};
+    for (int side = 0; side < 2; ++side) {
+      lo[side] = std::min(lo[side], m[side]);
+      hi[side] = std::max(hi[side], m[side]);
+    }
+    at += static_cast<size_t>(n);
+  }
+  return Format("per-process medians: candidate %.3g-%.3g ms, reference %.3g-%.3g ms", lo[0], hi[0], lo[1], hi[1]);
+}
+
 // Rule 2 of JudgePaired: the evidence that the timed windows did not see all of the candidate's work. The
 // problem's detail, or "" when there is none.
 std::string IntegrityProblem(const PairedRecord& r, const PairedOptions& o) {
@@ -556,9 +581,10 @@ PairedRecord JudgePaired(PairedRecord r, const PairedOptions& o, const PairedRem
   if (!ReachesTarget(r.speedup, r.rounds, o)) {
     const std::string in = r.processes > 1 ? Format(" in %lld processes", static_cast<long long>(r.processes)) : "";
     return decide(PairedStatus::kNoisy,
-                  Format("the 95 %% interval [%.3f, %.3f] is ±%.1f %% after %lld rounds%s (target ±%.1f %%)",
-                         r.speedup.low, r.speedup.high, r.rel_half_width * 100, static_cast<long long>(r.rounds),
-                         in.c_str(), o.target_rel_half_width * 100));
+                  WithNote(Format("the 95 %% interval [%.3f, %.3f] is ±%.1f %% after %lld rounds%s (target ±%.1f %%)",
+                                  r.speedup.low, r.speedup.high, r.rel_half_width * 100,
+                                  static_cast<long long>(r.rounds), in.c_str(), o.target_rel_half_width * 100),
+                           ProcessSpread(r)));
   }
   return decide(PairedStatus::kCorrect, "");
 }

@@ -57,6 +57,10 @@ TEST(PairedProcesses, RecordsArePooledAndTheIntervalCoversTheProcesses) {
   EXPECT_EQ(m["status"], "noisy");
   EXPECT_NE(m["detail"].get<std::string>().find("in 3 processes (target ±2.0 %)"), std::string::npos)
       << m["detail"];
+  // What the processes' speeds were: the candidate at 2.0 ms in each, the reference at 2.0 × 0.97 … 2.0 × 1.04 ms.
+  EXPECT_NE(m["detail"].get<std::string>().find("per-process medians: candidate 2-2 ms, reference 1.94-2.08 ms"),
+            std::string::npos)
+      << m["detail"];
   // Agreeing processes reach the target: correct, no detail.
   const Json ok = MergeRecords({Record(1.5, 20, "noisy"), Record(1.5, 20)}, 0.02, 7);
   EXPECT_EQ(ok["status"], "correct") << ok.dump();
