@@ -112,7 +112,7 @@ std::string WithNote(std::string detail, const std::string& note) {
 }
 
 // For a noisy merged record: the range of the processes' median per-call times of each side, e.g. "per-process
-// medians: candidate 0.90-1.17 ms, reference 1.89-3.28 ms". When the processes' speeds spread far more than the
+// medians: candidate 0.900-1.17 ms, reference 1.89-3.28 ms" (3 significant digits each). When the processes' speeds spread far more than the
 // ratio's target, the machine's speed moved during the run (2026-12-04, bias_relu fast.cpp: the reference ran
 // at 3.1 ms per call and then at 2.0 ms for seconds at a time, inside processes, while another load came and
 // went; the ratio followed it, 2.8x and 2.1x). "" when the record does not hold one list per process.
@@ -133,7 +133,8 @@ std::string ProcessSpread(const PairedRecord& r) {
     }
     at += static_cast<size_t>(n);
   }
-  return Format("per-process medians: candidate %.3g-%.3g ms, reference %.3g-%.3g ms", lo[0], hi[0], lo[1], hi[1]);
+  return Format("per-process medians: candidate %#.3g-%#.3g ms, reference %#.3g-%#.3g ms", lo[0], hi[0], lo[1],
+                hi[1]);
 }
 
 // Rule 2 of JudgePaired: the evidence that the timed windows did not see all of the candidate's work. The
@@ -160,7 +161,8 @@ void PairedOptions::Validate() const {
   Require(std::isfinite(budget_s) && budget_s > 0, "budget_s", "a positive number of seconds");
   Require(warmup_budget_fraction >= 0 && warmup_budget_fraction < 1, "warmup_budget_fraction", "a value in [0, 1)");
   Require(min_rounds >= 1 && max_rounds >= min_rounds, "min_rounds", "1 <= min_rounds <= max_rounds");
-  Require(warmup_min_rounds >= 0 && warmup_window >= 1, "warmup_window", "warmup_min_rounds >= 0, warmup_window >= 1");
+  Require(warmup_min_rounds >= 0, "warmup_min_rounds", "a whole number >= 0");
+  Require(warmup_window >= 1, "warmup_window", "a whole number >= 1");
   Require(std::isfinite(warmup_tolerance) && warmup_tolerance > 0, "warmup_tolerance", "a positive number");
   Require(std::isfinite(min_sample_s) && min_sample_s >= 0, "min_sample_s", "a time >= 0");
   Require(std::isfinite(quiesce_max_s) && quiesce_max_s >= 0, "quiesce_max_s", "a time >= 0");

@@ -97,7 +97,10 @@ ProcessPlan ProcessPlan::FromJson(const Json& o) {
   }
   plan.timing = PairedOptionsFromJson(o, PairedOptionsFromJson(defaults));
   plan.processes = o.value("processes", int64_t{1});  // the test stage always sets it (TimingOptions)
-  plan.max_processes = std::max(plan.processes, o.value("max_processes", 3 * plan.processes));
+  // Default 3 × processes; one process stays one unless max_processes asks for more ($KF_TIMING_PROCESSES=1 in
+  // scripts/test.sh: one process per timed phase).
+  const int64_t default_max = plan.processes == 1 ? 1 : 3 * plan.processes;
+  plan.max_processes = std::max(plan.processes, o.value("max_processes", default_max));
   return plan;
 }
 

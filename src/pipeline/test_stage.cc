@@ -461,7 +461,9 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
       req.expected_tests = task.profile_tests;
       if (reference_ok) req.paired_with = *reference;
       const Json load_before = LoadAverage();
-      PhaseRun p = req.paired_with && plan.processes > 1
+      // Regression (stranger test, 2026-12-04): `processes: 1, max_processes: 2` ran one process with the whole
+      // budget; the processes path decides on max_processes.
+      PhaseRun p = req.paired_with && plan.max_processes > 1
                        ? RunPairedProcesses(options, harness, req, plan)
                        : RunPhase(options, Phase::kPerformance, req, [&] { return harness.Performance(req); });
       run.result.performance_result = std::move(p.result);

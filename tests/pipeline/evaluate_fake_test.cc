@@ -210,6 +210,26 @@ TEST_F(EvaluateFake, MaxProcessesAloneCapsTheDefaultProcesses) {
   EXPECT_EQ(std::count(calls.begin(), calls.end(), "performance custom+reference cpu"), 2);
 }
 
+// Regression (stranger test, 2026-12-04): `processes: 1, max_processes: 2` ran one process with the whole budget.
+// A first process that misses the target is now followed by a second; `processes: 1` alone stays one process.
+TEST_F(EvaluateFake, OneProcessWithAHigherMaxProcessesAddsProcessesForTheInterval) {
+  harness_.timing = [](Json& record) { record["status"] = "noisy"; };
+  EvaluateOptions o;
+  o.harness = &harness_;
+  Evaluate(MakeTask("eval_config:\n timing:\n   processes: 1\n   max_processes: 2\n"), std::nullopt, o);
+  const auto& calls = harness_.calls();
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "performance custom+reference cpu"), 2);
+}
+
+TEST_F(EvaluateFake, OneProcessAloneStaysOneProcessEvenWhenNoisy) {
+  harness_.timing = [](Json& record) { record["status"] = "noisy"; };
+  EvaluateOptions o;
+  o.harness = &harness_;
+  Evaluate(MakeTask("eval_config:\n timing:\n   processes: 1\n"), std::nullopt, o);
+  const auto& calls = harness_.calls();
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "performance custom+reference cpu"), 1);
+}
+
 TEST_F(EvaluateFake, CandidateBuildFailureIsBuildErrorAndNothingIsTested) {
   harness_.build = [](const BuildRequest&) {
     BuildRun b;

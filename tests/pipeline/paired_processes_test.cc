@@ -58,7 +58,7 @@ TEST(PairedProcesses, RecordsArePooledAndTheIntervalCoversTheProcesses) {
   EXPECT_NE(m["detail"].get<std::string>().find("in 3 processes (target ±2.0 %)"), std::string::npos)
       << m["detail"];
   // What the processes' speeds were: the candidate at 2.0 ms in each, the reference at 2.0 × 0.97 … 2.0 × 1.04 ms.
-  EXPECT_NE(m["detail"].get<std::string>().find("per-process medians: candidate 2-2 ms, reference 1.94-2.08 ms"),
+  EXPECT_NE(m["detail"].get<std::string>().find("per-process medians: candidate 2.00-2.00 ms, reference 1.94-2.08 ms"),
             std::string::npos)
       << m["detail"];
   // Agreeing processes reach the target: correct, no detail.
@@ -164,6 +164,14 @@ TEST(PairedProcesses, EachProcessGetsTheBudgetOverMaxProcesses) {
   const auto tiny =
       paired_processes::ProcessPlan::FromJson(Json{{"processes", 2}, {"max_processes", 16}, {"budget_s", 1}});
   EXPECT_DOUBLE_EQ(tiny.ProcessBudget(), 0.5);  // the floor
+  // One process is one process, unless max_processes asks for more (then each gets budget / max_processes).
+  const auto one = paired_processes::ProcessPlan::FromJson(Json{{"processes", 1}, {"budget_s", 4}});
+  EXPECT_EQ(one.max_processes, 1);
+  EXPECT_DOUBLE_EQ(one.ProcessBudget(), 4.0);
+  const auto more =
+      paired_processes::ProcessPlan::FromJson(Json{{"processes", 1}, {"max_processes", 2}, {"budget_s", 4}});
+  EXPECT_EQ(more.max_processes, 2);
+  EXPECT_DOUBLE_EQ(more.ProcessBudget(), 2.0);
 }
 
 TEST(PairedProcesses, TheTargetIsReachedWhenTheMergedIntervalIsNarrowEnough) {
