@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -205,11 +206,35 @@ std::vector<std::string> ValidateStructure(const std::string& arg, Task* task_ou
   // was valid here and refused only by kf run).
   // And eval_config (threads, allocator, every timing key) as kf run checks it before building (stranger test,
   // 2026-12-04: `eval_config.timing.processes: 0` or an unknown key was "valid" here and refused by kf run).
-  try {
-    (void)HarnessLimits::FromConfig(task.config);
-    ValidateTestConfig(task);
-  } catch (const Error& e) {
-    problems.push_back(e.what());
+  // The checks stop at their first problem, so when the whole config fails, each eval_config.timing key is checked
+  // again alone (in an eval_config of its own), and eval_config without timing, to list every problem (stranger
+  // test, 2026-12-04: a config with four bad warm-up keys listed one).
+  auto check = [&problems](const Task& t) {
+    try {
+      (void)HarnessLimits::FromConfig(t.config);
+      ValidateTestConfig(t);
+    } catch (const Error& e) {
+      if (std::find(problems.begin(), problems.end(), e.what()) == problems.end()) problems.push_back(e.what());
+      return false;
+    }
+    return true;
+  };
+  const Json* timing = nullptr;
+  if (const auto eval = task.config.find("eval_config"); eval != task.config.end() && eval->is_object()) {
+    if (const auto t = eval->find("timing"); t != eval->end() && t->is_object()) timing = &*t;
+  }
+  if (const size_t before = problems.size(); !check(task) && problems.size() > before && timing != nullptr &&
+                                             !timing->empty()) {
+    const std::string first = problems.back();
+    problems.pop_back();
+    Task part = task;
+    part.config["eval_config"].erase("timing");
+    check(part);
+    for (const auto& [key, value] : timing->items()) {  // the key alone: the other eval_config keys may be bad too
+      part.config["eval_config"] = Json{{"timing", Json{{key, value}}}};
+      check(part);
+    }
+    if (problems.size() == before) problems.push_back(first);  // a rule between keys: only the whole config breaks it
   }
   if (task_out != nullptr) *task_out = std::move(task);
   return problems;

@@ -223,6 +223,28 @@ TEST(CliTask, ValidateChecksTheRunLimits) {
     EXPECT_EQ(r.rc, 3) << timing << ": " << r.out;
     EXPECT_NE(r.out.find(field), std::string::npos) << timing << ": " << r.out;
   }
+  // Every bad key is listed, not only the first (stranger test, 2026-12-04), and a rule between two keys still is.
+  std::string bad = config;
+  bad.replace(bad.find("eval_config:\n"), 13,
+              "eval_config:\n  threads: 0\n  timing:\n    warmup_window: 2\n    warmup_min_rounds: -1\n"
+              "    warmup_tolerance: 0\n    warmup_budget_fraction: 1\n    processes: 0\n");
+  WriteFile(pkg / "config.yaml", bad);
+  r = Kf("validate " + testing::ShellQuote(pkg.string()) + " --json");
+  EXPECT_EQ(r.rc, 3) << r.out;
+  j = Json::parse(r.out);
+  const std::string all = j["problems"].dump();
+  for (const char* field : {"eval_config.threads", "eval_config.timing.warmup_min_rounds", "eval_config.timing.warmup_tolerance",
+                            "eval_config.timing.warmup_budget_fraction", "eval_config.timing.processes"}) {
+    EXPECT_NE(all.find(field), std::string::npos) << field << " missing in " << all;
+  }
+  EXPECT_EQ(all.find("warmup_window"), std::string::npos) << all;
+  EXPECT_EQ(j["problems"].size(), 5u) << all;
+  std::string cross = config;
+  cross.replace(cross.find("eval_config:\n"), 13, "eval_config:\n  timing:\n    processes: 4\n    max_processes: 2\n");
+  WriteFile(pkg / "config.yaml", cross);
+  r = Kf("validate " + testing::ShellQuote(pkg.string()) + " --json");
+  EXPECT_EQ(r.rc, 3) << r.out;
+  EXPECT_NE(r.out.find("eval_config.timing.max_processes"), std::string::npos) << r.out;
 }
 
 // A --json path kf run cannot write is refused before anything is built (stranger test, 2026-12-04: a directory
