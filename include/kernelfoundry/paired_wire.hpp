@@ -295,8 +295,16 @@ inline PairedOptions PairedOptionsFromJson(const Json& options, PairedOptions o 
     using T = std::remove_pointer_t<decltype(out)>;
     auto it = options.find(key);
     if (it == options.end()) return;
+    // A whole number past int64's range parses as unsigned or floating point: named as too large, not as "not
+    // whole" (regression, stranger test 2026-12-04: warmup_window: 99999999999999999999).
+    const bool huge = (it->is_number_float() && std::fabs(it->get<double>()) >= 0x1p63) ||
+                      (!std::is_unsigned_v<T> && it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX});
+    if (huge) {
+      throw Error(ErrorKind::kInvalidArgument, "expected a whole number below 2^63, got " + it->dump(),
+                  "eval_config.timing", key);
+    }
     if (!it->is_number_integer() || (std::is_unsigned_v<T> && !it->is_number_unsigned() && it->get<int64_t>() < 0)) {
-      throw Error(ErrorKind::kInvalidArgument, "expected a whole number", "eval_config.timing", key);
+      throw Error(ErrorKind::kInvalidArgument, "expected a whole number, got " + it->dump(), "eval_config.timing", key);
     }
     *out = it->get<T>();
   };

@@ -187,8 +187,15 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   double wanted = o.contains("budget_s") && o["budget_s"].is_number() ? o["budget_s"].get<double>()
                                                                      : TimingDefault("budget_s");
   // $KF_TIMING_BUDGET_S caps it for a whole machine (e.g. a CI run that only needs verdicts, not precision).
-  if (const char* env = std::getenv("KF_TIMING_BUDGET_S"); env && *env && std::atof(env) > 0) {
-    wanted = std::min(wanted, std::atof(env));
+  // A value that is not a number of seconds > 0 is refused (regression, stranger test 2026-12-04: -1 was ignored).
+  if (const char* env = std::getenv("KF_TIMING_BUDGET_S"); env && *env) {
+    char* end = nullptr;
+    const double seconds = std::strtod(env, &end);
+    if (end == env || *end != '\0' || !std::isfinite(seconds) || !(seconds > 0)) {
+      throw Error(ErrorKind::kInvalidArgument, std::string("expected a number of seconds > 0, got '") + env + "'",
+                  "environment", "KF_TIMING_BUDGET_S");
+    }
+    wanted = std::min(wanted, seconds);
   }
   o["budget_s"] = std::max(0.5, std::min(wanted, cap));
   // Keys of mechanisms that were removed: refused, naming what replaced them (eval_config.timing exists only in

@@ -115,6 +115,26 @@ TEST(PairedOptionsFromJson, ReadsTheLoopAndVerdictKnobsAndIgnoresTheRest) {
   EXPECT_THROW(PairedOptionsFromJson(Json{{"seed", -1}}), Error);
   EXPECT_THROW(PairedOptionsFromJson(Json{{"after_return_cpu_ratio", -0.1}}), Error);
   EXPECT_THROW(PairedOptionsFromJson(Json::array()), Error);
+  // Regressions (stranger test, 2026-12-04): a huge whole number was "not a whole number", max_rounds: 0 was
+  // reported under min_rounds.
+  auto message = [](const Json& options) -> std::string {
+    try {
+      PairedOptionsFromJson(options).Validate();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  for (const char* text : {"99999999999999999999", "9223372036854775808", "1e300"}) {
+    const std::string m = message(Json{{"warmup_window", Json::parse(text)}});
+    EXPECT_NE(m.find("warmup_window"), std::string::npos) << m;
+    EXPECT_NE(m.find("below 2^63"), std::string::npos) << m;
+  }
+  const std::string max0 = message(Json{{"max_rounds", 0}});
+  EXPECT_NE(max0.find("max_rounds"), std::string::npos) << max0;
+  EXPECT_NE(max0.find(">= min_rounds (12)"), std::string::npos) << max0;
+  EXPECT_NE(message(Json{{"min_rounds", 0}}).find("min_rounds: expected a whole number >= 1"), std::string::npos)
+      << message(Json{{"min_rounds", 0}});
 }
 
 TEST(RecordOf, AProblemOfACheckIsTheStatus) {

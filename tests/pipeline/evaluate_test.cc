@@ -7,6 +7,8 @@
 #include <cmath>
 #include <fstream>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
@@ -298,26 +300,29 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
     }
     EXPECT_EQ(runner.builds, 0) << field << " = " << value.dump();
   }
-  // The machine-wide default of processes is checked too (it is used when the config does not say).
-  {
-    const char* before = std::getenv("KF_TIMING_PROCESSES");
+  // The machine-wide default of processes and cap of the budget are checked too (used when the config does not
+  // say). Regression (stranger test, 2026-12-04): KF_TIMING_BUDGET_S=-1 was silently ignored.
+  for (const auto& [name, refused] : {std::pair<const char*, std::vector<const char*>>{
+                                      "KF_TIMING_PROCESSES", {"two", "0", "17", " 3", "3 ", "+3", "3x"}},
+                                  {"KF_TIMING_BUDGET_S", {"-1", "0", "five", "5s", "nan", "inf"}}}) {
+    const char* before = std::getenv(name);
     const std::string saved = before ? before : "";
-    for (const char* env : {"two", "0", "17", " 3", "3 ", "+3", "3x"}) {
-      setenv("KF_TIMING_PROCESSES", env, 1);
+    for (const char* env : refused) {
+      setenv(name, env, 1);
       CountingRunner runner;
       EvaluateOptions o;
       o.runner = &runner;
       try {
         Evaluate(task_, std::nullopt, o);
-        ADD_FAILURE() << "KF_TIMING_PROCESSES='" << env << "' was accepted";
+        ADD_FAILURE() << name << "='" << env << "' was accepted";
       } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("KF_TIMING_PROCESSES"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find(std::string("got '") + env + "'"), std::string::npos) << e.what();
       }
-      EXPECT_EQ(runner.builds, 0);
+      EXPECT_EQ(runner.builds, 0) << name << "='" << env << "'";
     }
-    if (before) setenv("KF_TIMING_PROCESSES", saved.c_str(), 1);
-    else unsetenv("KF_TIMING_PROCESSES");
+    if (before) setenv(name, saved.c_str(), 1);
+    else unsetenv(name);
   }
   Task task = task_;
   Json config = task.config;

@@ -1,0 +1,175 @@
+// drift_bench — how far does this machine's speed ratio of two kernels drift on its own, with no kf at all?
+//
+// The floor under every speedup interval: kf pairs the candidate's and the reference's calls round by round, so
+// a slowdown that hits both sides alike cancels, but a change of the machine's state that helps one side more
+// than the other (a shared last-level cache or memory bus that other tenants of the host use more or less) moves
+// the ratio itself. This bench times two memory-bound kernels shaped like the README example (1024 x 4096 float32,
+// y = max(x + b, 0) * s) in one process on one thread, alternating call by call, with preallocated buffers
+// and four rotating inputs — nothing of kf's harness, allocator or processes:
+//   - "3-pass": the reference's shape, three passes over memory through two temporaries;
+//   - "1-pass": the candidate's shape, one fused pass.
+// It prints the median ratio of every second, the standard deviation of log ratios of 1 s and of the means
+// of 5, 10 and 20 s blocks (20 s = kf's default budget_s), and the same for a control pair (1-pass against
+// itself), which measures what pairing cancels. If the 20 s blocks of 3-pass/1-pass spread by X %, then one
+// 20 s evaluation of such a pair can be honest about its own 20 seconds and still miss the next run's ratio by
+// ~X %: no interval of one run can be both decisive at ±2 % and cover other runs where X is that large.
+//
+// Usage: drift_bench [--seconds S] (default 120; at least 40)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr size_t kRows = 1024, kCols = 4096, kN = kRows * kCols;
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Buffers {
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> bias, t1, t2, out;
+};
+
+// The reference's shape: three passes, two temporaries. Returns milliseconds.
+double ThreePass(Buffers& b, const float* x) {
+  const double start = Now();
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t c = 0; c < kCols; ++c) b.t1[r * kCols + c] = x[r * kCols + c] + b.bias[c];
+  }
+  for (size_t i = 0; i < kN; ++i) b.t2[i] = std::max(b.t1[i], 0.0f);
+  for (size_t i = 0; i < kN; ++i) b.out[i] = b.t2[i] * 0.5f;
+  return (Now() - start) * 1e3;
+}
+
+// The candidate's shape: one fused pass. Returns milliseconds.
+double OnePass(Buffers& b, const float* x) {
+  const double start = Now();
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t c = 0; c < kCols; ++c) b.out[r * kCols + c] = std::max(x[r * kCols + c] + b.bias[c], 0.0f) * 0.5f;
+  }
+  return (Now() - start) * 1e3;
+}
+
+double StdDev(const std::vector<double>& v) {
+  double mean = 0, ss = 0;
+  for (double x : v) mean += x / static_cast<double>(v.size());
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
+
+// Lag-1 autocorrelation of v (how much one second's ratio predicts the next).
+double Lag1(const std::vector<double>& v) {
+  double mean = 0;
+  for (double x : v) mean += x / static_cast<double>(v.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    den += (v[i] - mean) * (v[i] - mean);
+    if (i + 1 < v.size()) num += (v[i] - mean) * (v[i + 1] - mean);
+  }
+  return den > 0 ? num / den : 0;
+}
+
+// One pair's per-second log ratios summarised: spread of 1 s values and of 5, 10, 20 s block means.
+void Report(const char* name, const std::vector<double>& ratios) {
+  std::vector<double> logs;
+  for (double r : ratios) logs.push_back(std::log(r));
+  const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+  std::printf("%-16s 1 s: n=%3zu  median %.3f  range %.3f-%.3f  sd %.2f %%  lag-1 autocorrelation %.2f\n", name,
+              ratios.size(), Median(ratios), *lo, *hi, 100 * StdDev(logs), Lag1(logs));
+  for (size_t block : {5, 10, 20}) {
+    std::vector<double> means;
+    for (size_t i = 0; i + block <= logs.size(); i += block) {
+      double m = 0;
+      for (size_t j = i; j < i + block; ++j) m += logs[j] / static_cast<double>(block);
+      means.push_back(m);
+    }
+    if (means.size() < 2) continue;
+    const auto [blo, bhi] = std::minmax_element(means.begin(), means.end());
+    std::printf("%-16s %2zu s blocks: n=%2zu  range %.3f-%.3f  sd %.2f %%\n", "", block, means.size(), std::exp(*blo),
+                std::exp(*bhi), 100 * StdDev(means));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int seconds = 120;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--seconds" && i + 1 < argc) {
+      seconds = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: drift_bench [--seconds S] (default 120, at least 40)\n");
+      return 2;
+    }
+  }
+  if (seconds < 40) {
+    std::fprintf(stderr, "drift_bench: --seconds must be at least 40 (two 20 s blocks), got %d\n", seconds);
+    return 2;
+  }
+  Buffers b;
+  b.inputs.assign(4, std::vector<float>(kN));
+  for (size_t k = 0; k < b.inputs.size(); ++k) {
+    for (size_t i = 0; i < kN; ++i) b.inputs[k][i] = static_cast<float>(static_cast<int>((i * 31 + k) % 97) - 48);
+  }
+  b.bias.resize(kCols);
+  for (size_t c = 0; c < kCols; ++c) b.bias[c] = static_cast<float>(c % 7) - 3.0f;
+  b.t1.assign(kN, 0.0f);
+  b.t2.assign(kN, 0.0f);
+  b.out.assign(kN, 0.0f);
+  std::printf("drift_bench: %d s, 1024 x 4096 float32, one thread, calls alternating in a random order\n", seconds);
+  std::vector<double> main_ratios, control_ratios, three_ms, one_ms;
+  std::vector<double> sec_main, sec_control, sec_three, sec_one;
+  uint64_t rng = 20261205, call = 0;
+  auto next_input = [&] { return b.inputs[call++ % b.inputs.size()].data(); };
+  const double start = Now();
+  double next_second = start + 1.0;
+  while (Now() - start < seconds) {
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    const bool three_first = (rng >> 63) != 0;
+    double three = 0, one = 0;
+    if (three_first) {
+      three = ThreePass(b, next_input());
+      one = OnePass(b, next_input());
+    } else {
+      one = OnePass(b, next_input());
+      three = ThreePass(b, next_input());
+    }
+    const double one_again = OnePass(b, next_input());  // the control's second side
+    sec_main.push_back(three / one);
+    sec_control.push_back(one_again / one);
+    sec_three.push_back(three);
+    sec_one.push_back(one);
+    if (Now() >= next_second) {
+      main_ratios.push_back(Median(sec_main));
+      control_ratios.push_back(Median(sec_control));
+      three_ms.push_back(Median(sec_three));
+      one_ms.push_back(Median(sec_one));
+      sec_main.clear();
+      sec_control.clear();
+      sec_three.clear();
+      sec_one.clear();
+      next_second += 1.0;
+    }
+  }
+  std::printf("per second, 3-pass/1-pass:");
+  for (double r : main_ratios) std::printf(" %.3f", r);
+  const auto [t_lo, t_hi] = std::minmax_element(three_ms.begin(), three_ms.end());
+  const auto [o_lo, o_hi] = std::minmax_element(one_ms.begin(), one_ms.end());
+  std::printf("\nper-second medians: 3-pass %.3f-%.3f ms, 1-pass %.3f-%.3f ms\n", *t_lo, *t_hi, *o_lo, *o_hi);
+  Report("3-pass/1-pass", main_ratios);
+  Report("1-pass/1-pass", control_ratios);
+  std::printf("checksum %g\n", static_cast<double>(b.out[kN / 3]));
+  return 0;
+}
