@@ -4,7 +4,7 @@
 // a slowdown that hits both sides alike cancels, but a change of the machine's state that helps one side more
 // than the other (a shared last-level cache or memory bus that other tenants of the host use more or less) moves
 // the ratio itself. This bench times two memory-bound kernels shaped like the README example (1024 x 4096 float32,
-// y = max(x + b, 0) * s) in one process on one thread, alternating call by call, with preallocated buffers
+// y = max(x + b, 0) * s) in one process (one thread by default), alternating call by call, with preallocated buffers
 // and four rotating inputs — nothing of kf's harness, allocator or processes:
 //   - "3-pass": the reference's shape, three passes over memory through two temporaries;
 //   - "1-pass": the candidate's shape, one fused pass.
@@ -14,7 +14,14 @@
 // 20 s evaluation of such a pair can be honest about its own 20 seconds and still miss the next run's ratio by
 // ~X %: no interval of one run can be both decisive at ±2 % and cover other runs where X is that large.
 //
-// Usage: drift_bench [--seconds S] (default 120; at least 40)
+// Options move the bench step by step towards kf's timed processes, to find which step adds noise: --threads N
+// splits the rows over N OpenMP threads (kf's default: every usable CPU), --allocate takes every call's output
+// and temporaries from malloc and frees them after the call (as torch's ops do; run it under kf's allocator with
+// LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1).
+//
+// Usage: drift_bench [--seconds S] [--threads N] [--allocate]   (S default 120, at least 40; N default 1)
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,26 +45,63 @@ double Median(std::vector<double> v) {
 
 struct Buffers {
   std::vector<std::vector<float>> inputs;
-  std::vector<float> bias, t1, t2, out;
+  std::vector<float> bias, t1_kept, t2_kept, out_kept;
+  float *t1 = nullptr, *t2 = nullptr, *out = nullptr;
+  bool allocate = false;  // --allocate: fresh malloc'ed t1, t2, out for every call
+
+  void Begin(bool three_pass) {
+    if (!allocate) {
+      t1 = t1_kept.data(), t2 = t2_kept.data(), out = out_kept.data();
+      return;
+    }
+    out = static_cast<float*>(std::malloc(kN * sizeof(float)));
+    if (three_pass) {
+      t1 = static_cast<float*>(std::malloc(kN * sizeof(float)));
+      t2 = static_cast<float*>(std::malloc(kN * sizeof(float)));
+    }
+  }
+  void End(bool three_pass) {
+    if (!allocate) return;
+    out_kept[kN / 3] = out[kN / 3];  // the checksum's element, so the work is not dead
+    std::free(out);
+    if (three_pass) {
+      std::free(t1);
+      std::free(t2);
+    }
+  }
 };
 
 // The reference's shape: three passes, two temporaries. Returns milliseconds.
 double ThreePass(Buffers& b, const float* x) {
   const double start = Now();
+  b.Begin(true);
+  float* __restrict__ t1 = b.t1;
+  float* __restrict__ t2 = b.t2;
+  float* __restrict__ out = b.out;
+  const float* __restrict__ bias = b.bias.data();
+#pragma omp parallel for schedule(static)
   for (size_t r = 0; r < kRows; ++r) {
-    for (size_t c = 0; c < kCols; ++c) b.t1[r * kCols + c] = x[r * kCols + c] + b.bias[c];
+    for (size_t c = 0; c < kCols; ++c) t1[r * kCols + c] = x[r * kCols + c] + bias[c];
   }
-  for (size_t i = 0; i < kN; ++i) b.t2[i] = std::max(b.t1[i], 0.0f);
-  for (size_t i = 0; i < kN; ++i) b.out[i] = b.t2[i] * 0.5f;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < kN; ++i) t2[i] = std::max(t1[i], 0.0f);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < kN; ++i) out[i] = t2[i] * 0.5f;
+  b.End(true);
   return (Now() - start) * 1e3;
 }
 
 // The candidate's shape: one fused pass. Returns milliseconds.
 double OnePass(Buffers& b, const float* x) {
   const double start = Now();
+  b.Begin(false);
+  float* __restrict__ out = b.out;
+  const float* __restrict__ bias = b.bias.data();
+#pragma omp parallel for schedule(static)
   for (size_t r = 0; r < kRows; ++r) {
-    for (size_t c = 0; c < kCols; ++c) b.out[r * kCols + c] = std::max(x[r * kCols + c] + b.bias[c], 0.0f) * 0.5f;
+    for (size_t c = 0; c < kCols; ++c) out[r * kCols + c] = std::max(x[r * kCols + c] + bias[c], 0.0f) * 0.5f;
   }
+  b.End(false);
   return (Now() - start) * 1e3;
 }
 
@@ -104,31 +148,41 @@ void Report(const char* name, const std::vector<double>& ratios) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int seconds = 120;
+  int seconds = 120, threads = 1;
+  Buffers b;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--seconds" && i + 1 < argc) {
       seconds = std::atoi(argv[++i]);
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (a == "--allocate") {
+      b.allocate = true;
     } else {
-      std::fprintf(stderr, "usage: drift_bench [--seconds S] (default 120, at least 40)\n");
+      std::fprintf(stderr, "usage: drift_bench [--seconds S] [--threads N] [--allocate] (S >= 40, N >= 1)\n");
       return 2;
     }
   }
+  if (threads < 1) {
+    std::fprintf(stderr, "drift_bench: --threads must be at least 1, got %d\n", threads);
+    return 2;
+  }
+  omp_set_num_threads(threads);
   if (seconds < 40) {
     std::fprintf(stderr, "drift_bench: --seconds must be at least 40 (two 20 s blocks), got %d\n", seconds);
     return 2;
   }
-  Buffers b;
   b.inputs.assign(4, std::vector<float>(kN));
   for (size_t k = 0; k < b.inputs.size(); ++k) {
     for (size_t i = 0; i < kN; ++i) b.inputs[k][i] = static_cast<float>(static_cast<int>((i * 31 + k) % 97) - 48);
   }
   b.bias.resize(kCols);
   for (size_t c = 0; c < kCols; ++c) b.bias[c] = static_cast<float>(c % 7) - 3.0f;
-  b.t1.assign(kN, 0.0f);
-  b.t2.assign(kN, 0.0f);
-  b.out.assign(kN, 0.0f);
-  std::printf("drift_bench: %d s, 1024 x 4096 float32, one thread, calls alternating in a random order\n", seconds);
+  b.t1_kept.assign(kN, 0.0f);
+  b.t2_kept.assign(kN, 0.0f);
+  b.out_kept.assign(kN, 0.0f);
+  std::printf("drift_bench: %d s, 1024 x 4096 float32, %d thread(s), %s buffers, calls alternating in a random "
+              "order\n", seconds, threads, b.allocate ? "malloc'ed per call" : "preallocated");
   std::vector<double> main_ratios, control_ratios, three_ms, one_ms;
   std::vector<double> sec_main, sec_control, sec_three, sec_one;
   uint64_t rng = 20261205, call = 0;
@@ -170,6 +224,6 @@ int main(int argc, char** argv) {
   std::printf("\nper-second medians: 3-pass %.3f-%.3f ms, 1-pass %.3f-%.3f ms\n", *t_lo, *t_hi, *o_lo, *o_hi);
   Report("3-pass/1-pass", main_ratios);
   Report("1-pass/1-pass", control_ratios);
-  std::printf("checksum %g\n", static_cast<double>(b.out[kN / 3]));
+  std::printf("checksum %g\n", static_cast<double>(b.out_kept[kN / 3]));
   return 0;
 }

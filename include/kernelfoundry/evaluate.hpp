@@ -224,7 +224,8 @@ struct Evaluation {
 };
 
 /// Checks the parts of a task's config that the test stage reads (eval_config.threads, eval_config.allocator,
-/// eval_config.timing: its keys, kinds and ranges, processes, removed keys) and the run limits, as Evaluate does
+/// eval_config.timing: its keys, kinds and ranges, processes, removed keys), the profile flags
+/// (eval_config.profile_custom_model, profile_original_model: true or false) and the run limits, as Evaluate does
 /// before any build (and kf validate). Throws kf::Error (kInvalidArgument) naming config.yaml and the field.
 void ValidateTestConfig(const Task& task);
 

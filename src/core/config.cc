@@ -181,6 +181,18 @@ class Converter {
         continue;
       }
       std::string name = key.IsNull() ? "null" : KeyText(Scalar(key, path));
+      // yaml-cpp reads a line `threads:1` (no space after the colon) as the key "threads:1" with no value, where
+      // PyYAML (the reference's loader) refuses the file: refused here too, naming the fix (regression,
+      // 2026-12-05: `threads:1` under eval_config was taken silently and the default thread count used).
+      if (key.IsScalar() && key.Tag() == "?" && kv.second.IsNull() && !name.empty()) {
+        const size_t colon = name.find(':');
+        if (colon != std::string::npos && colon + 1 < name.size() && name[colon + 1] != ' ') {
+          ThrowAt(key.Mark(),
+                  fmt::format("'{}' is a key without a value; expected '{}: {}' (YAML needs a space after the colon)",
+                              name, name.substr(0, colon), name.substr(colon + 1)),
+                  source_, Join(path, name));
+        }
+      }
       if (!own_keys.insert(name).second)
         ThrowAt(key.Mark(), fmt::format("duplicate key '{}'", name), source_, Join(path, name));
       own.emplace_back(name, kv.second);

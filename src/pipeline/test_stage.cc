@@ -17,6 +17,7 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/paired_wire.hpp"
+#include "kernelfoundry/profile.hpp"
 #include "kernelfoundry/timing_keys.hpp"
 #include "kernelfoundry/worker_info.hpp"
 #include "core/strings.hpp"
@@ -381,6 +382,9 @@ std::vector<TestVariant> MakeTestVariants(const Task& task, bool candidate, bool
 void ValidateTestConfig(const Task& task) {
   TimedConditionsFromConfig(task.config);
   TimingOptions(task, HarnessLimits::FromConfig(task.config));
+  // The profile flags too: the profile stage reads them only after the timing, so a mistyped one would cost a
+  // whole evaluation first (or, without a profiler pass, never be noticed).
+  for (const char* variant : {"custom", "reference"}) (void)ShouldProfileVariant(task.config, variant, std::nullopt);
 }
 
 TestStageResult RunTestStage(const Harness& harness, const Task& task, const std::vector<TestVariant>& variants,

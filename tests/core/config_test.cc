@@ -120,6 +120,24 @@ TEST(YamlTyping, KeyOrderKeptAndDuplicatesRejected) {
   }
 }
 
+// Regression (2026-12-05): `threads:1` (no space) under eval_config was read by yaml-cpp as a key without a value and
+// the setting silently lost; PyYAML refuses such a file. Keys with a colon and a value, quoted keys and URL-like
+// values stay accepted.
+TEST(YamlTyping, AColonWithoutASpaceIsRefusedNamingTheFix) {
+  try {
+    ParseYaml("eval_config:\n  profile_custom_model: false\n  threads:1\n", "config.yaml");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kParse);
+    EXPECT_EQ(e.file(), "config.yaml");
+    EXPECT_EQ(e.field(), "eval_config.threads:1");
+    EXPECT_NE(e.message().find("line 3"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("expected 'threads: 1'"), std::string::npos) << e.what();
+  }
+  const Json ok = ParseYaml("a: 1\n\"b:c\":\nurl: http://x:80/y\nd:e: 2\nempty:\n", "t.yaml");
+  EXPECT_EQ(ok.dump(), R"({"a":1,"b:c":null,"url":"http://x:80/y","d:e":2,"empty":null})");
+}
+
 TEST(YamlTyping, MergeKeysAndAnchors) {
   Json j = ParseYaml("base: &b {x: 1, y: 2}\nderived:\n  <<: *b\n  y: 3\n  z: 4\n", "t.yaml");
   EXPECT_EQ(j["derived"].dump(), R"({"x":1,"y":3,"z":4})");

@@ -282,7 +282,10 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
       {"allocator", Json("tcmalloc")}, {"threads", Json(0)}, {"timing", Json{{"mode", "both"}}},
       {"timing", Json{{"layouts", 0}}}, {"timing", Json{{"layouts", 1.5}}}, {"timing", Json{{"layouts", 65}}},
       {"timing", Json{{"layout_block", 0}}}, {"timing", Json{{"processes", 0}}}, {"timing", Json{{"processes", 17}}},
-      {"timing", Json{{"l2_flush", "yes"}}}};
+      {"timing", Json{{"l2_flush", "yes"}}},
+      // Regression (2026-12-05): a YAML line `threads:1` (no space) under `profile_original_model: false` makes it
+      // the string "false threads:1"; kf run and kf validate took it.
+      {"profile_original_model", Json("false threads:1")}, {"profile_custom_model", Json(0)}};
   for (const auto& [field, value] : bad) {
     Task task = task_;
     Json config = task.config;
