@@ -19,8 +19,15 @@
 // and temporaries from malloc and frees them after the call (as torch's ops do; run it under kf's allocator with
 // LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1).
 //
-// Usage: drift_bench [--seconds S] [--threads N] [--allocate]   (S default 120, at least 40; N default 1)
+// --processes K splits the seconds over K fresh processes run one after another (as kf's timed processes), each
+// with buffers of its own, and compares the spread of the processes' median ratios with what their rounds' own
+// noise explains (1.2533 x sd / sqrt(rounds), the standard error of a median): an excess is a per-process offset.
+//
+// Usage: drift_bench [--seconds S] [--threads N] [--allocate] [--processes K]
+//        (S default 120, at least 40; N default 1; K default 1 = one process, per-second report)
 #include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -145,33 +152,9 @@ void Report(const char* name, const std::vector<double>& ratios) {
   }
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
-  int seconds = 120, threads = 1;
-  Buffers b;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--seconds" && i + 1 < argc) {
-      seconds = std::atoi(argv[++i]);
-    } else if (a == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
-    } else if (a == "--allocate") {
-      b.allocate = true;
-    } else {
-      std::fprintf(stderr, "usage: drift_bench [--seconds S] [--threads N] [--allocate] (S >= 40, N >= 1)\n");
-      return 2;
-    }
-  }
-  if (threads < 1) {
-    std::fprintf(stderr, "drift_bench: --threads must be at least 1, got %d\n", threads);
-    return 2;
-  }
-  omp_set_num_threads(threads);
-  if (seconds < 40) {
-    std::fprintf(stderr, "drift_bench: --seconds must be at least 40 (two 20 s blocks), got %d\n", seconds);
-    return 2;
-  }
+// Fills b's inputs, bias and kept buffers (in the calling process: fresh pages for a fresh process).
+void Setup(Buffers& b) {
   b.inputs.assign(4, std::vector<float>(kN));
   for (size_t k = 0; k < b.inputs.size(); ++k) {
     for (size_t i = 0; i < kN; ++i) b.inputs[k][i] = static_cast<float>(static_cast<int>((i * 31 + k) % 97) - 48);
@@ -181,19 +164,24 @@ int main(int argc, char** argv) {
   b.t1_kept.assign(kN, 0.0f);
   b.t2_kept.assign(kN, 0.0f);
   b.out_kept.assign(kN, 0.0f);
-  std::printf("drift_bench: %d s, 1024 x 4096 float32, %d thread(s), %s buffers, calls alternating in a random "
-              "order\n", seconds, threads, b.allocate ? "malloc'ed per call" : "preallocated");
-  std::vector<double> main_ratios, control_ratios, three_ms, one_ms;
-  std::vector<double> sec_main, sec_control, sec_three, sec_one;
-  uint64_t rng = 20261205, call = 0;
+}
+
+// Every round's ratios and times of one loop of `seconds`.
+struct Rounds {
+  std::vector<double> main, control, three_ms, one_ms, at_s;  // at_s: seconds since the loop started
+};
+
+// Alternates the two shapes (random order per round, seeded by `seed`) plus the control's second call for
+// `seconds`.
+Rounds Loop(Buffers& b, double seconds, uint64_t seed) {
+  Rounds out;
+  uint64_t rng = seed, call = 0;
   auto next_input = [&] { return b.inputs[call++ % b.inputs.size()].data(); };
   const double start = Now();
-  double next_second = start + 1.0;
   while (Now() - start < seconds) {
     rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    const bool three_first = (rng >> 63) != 0;
     double three = 0, one = 0;
-    if (three_first) {
+    if ((rng >> 63) != 0) {
       three = ThreePass(b, next_input());
       one = OnePass(b, next_input());
     } else {
@@ -201,29 +189,131 @@ int main(int argc, char** argv) {
       three = ThreePass(b, next_input());
     }
     const double one_again = OnePass(b, next_input());  // the control's second side
-    sec_main.push_back(three / one);
-    sec_control.push_back(one_again / one);
-    sec_three.push_back(three);
-    sec_one.push_back(one);
-    if (Now() >= next_second) {
-      main_ratios.push_back(Median(sec_main));
-      control_ratios.push_back(Median(sec_control));
-      three_ms.push_back(Median(sec_three));
-      one_ms.push_back(Median(sec_one));
-      sec_main.clear();
-      sec_control.clear();
-      sec_three.clear();
-      sec_one.clear();
-      next_second += 1.0;
-    }
+    out.main.push_back(three / one);
+    out.control.push_back(one_again / one);
+    out.three_ms.push_back(three);
+    out.one_ms.push_back(one);
+    out.at_s.push_back(Now() - start);
+  }
+  return out;
+}
+
+// One process: the per-second medians and their spread over 1 s and 5/10/20 s blocks.
+void OneProcess(Buffers& b, int seconds) {
+  Setup(b);
+  const Rounds r = Loop(b, seconds, 20261205);
+  std::vector<double> main_ratios, control_ratios, three_ms, one_ms;
+  for (size_t i = 0, begin = 0; i <= r.at_s.size(); ++i) {
+    if (i < r.at_s.size() && r.at_s[i] < static_cast<double>(main_ratios.size() + 1)) continue;
+    if (i == begin) break;
+    auto median_of = [&](const std::vector<double>& v) {
+      return Median(std::vector<double>(v.begin() + static_cast<long>(begin), v.begin() + static_cast<long>(i)));
+    };
+    main_ratios.push_back(median_of(r.main));
+    control_ratios.push_back(median_of(r.control));
+    three_ms.push_back(median_of(r.three_ms));
+    one_ms.push_back(median_of(r.one_ms));
+    begin = i;
   }
   std::printf("per second, 3-pass/1-pass:");
-  for (double r : main_ratios) std::printf(" %.3f", r);
+  for (double x : main_ratios) std::printf(" %.3f", x);
   const auto [t_lo, t_hi] = std::minmax_element(three_ms.begin(), three_ms.end());
   const auto [o_lo, o_hi] = std::minmax_element(one_ms.begin(), one_ms.end());
   std::printf("\nper-second medians: 3-pass %.3f-%.3f ms, 1-pass %.3f-%.3f ms\n", *t_lo, *t_hi, *o_lo, *o_hi);
   Report("3-pass/1-pass", main_ratios);
   Report("1-pass/1-pass", control_ratios);
   std::printf("checksum %g\n", static_cast<double>(b.out_kept[kN / 3]));
+}
+
+// K fresh processes one after another: each process's median ratio (main and control) against the spread its
+// rounds' noise explains.
+int ManyProcesses(Buffers& b, int seconds, int processes) {
+  std::vector<double> main_medians, control_medians, main_se, control_se;
+  for (int k = 0; k < processes; ++k) {
+    int fds[2];
+    if (pipe(fds) != 0) return 1;
+    const pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
+      close(fds[0]);
+      Setup(b);
+      const Rounds r = Loop(b, static_cast<double>(seconds) / processes, 20261205 + static_cast<uint64_t>(k));
+      auto summary = [](const std::vector<double>& ratios, double out[2]) {
+        std::vector<double> logs;
+        for (double x : ratios) logs.push_back(std::log(x));
+        out[0] = std::exp(Median(logs));
+        out[1] = 1.2533 * StdDev(logs) / std::sqrt(static_cast<double>(logs.size()));
+      };
+      double values[5];
+      summary(r.main, values);
+      summary(r.control, values + 2);
+      values[4] = static_cast<double>(r.main.size());
+      const bool ok = write(fds[1], values, sizeof values) == static_cast<ssize_t>(sizeof values);
+      _exit(ok ? 0 : 1);
+    }
+    close(fds[1]);
+    double values[5] = {};
+    const bool ok = read(fds[0], values, sizeof values) == static_cast<ssize_t>(sizeof values);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "drift_bench: process %d failed\n", k);
+      return 1;
+    }
+    main_medians.push_back(values[0]);
+    main_se.push_back(values[1]);
+    control_medians.push_back(values[2]);
+    control_se.push_back(values[3]);
+    std::printf("process %2d: %4.0f rounds  3-pass/1-pass %.3f (se %.2f %%)  control %.3f (se %.2f %%)\n", k,
+                values[4], values[0], 100 * values[1], values[2], 100 * values[3]);
+  }
+  auto line = [](const char* name, const std::vector<double>& medians, const std::vector<double>& se) {
+    std::vector<double> logs;
+    for (double x : medians) logs.push_back(std::log(x));
+    double se2 = 0;
+    for (double x : se) se2 += x * x / static_cast<double>(se.size());
+    const auto [lo, hi] = std::minmax_element(medians.begin(), medians.end());
+    std::printf("%-16s process medians %.3f-%.3f: sd %.2f %%, explained by the rounds' noise %.2f %%\n", name, *lo,
+                *hi, 100 * StdDev(logs), 100 * std::sqrt(se2));
+  };
+  line("3-pass/1-pass", main_medians, main_se);
+  line("1-pass/1-pass", control_medians, control_se);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int seconds = 120, threads = 1, processes = 1;
+  Buffers b;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--seconds" && i + 1 < argc) {
+      seconds = std::atoi(argv[++i]);
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (a == "--processes" && i + 1 < argc) {
+      processes = std::atoi(argv[++i]);
+    } else if (a == "--allocate") {
+      b.allocate = true;
+    } else {
+      std::fprintf(stderr, "usage: drift_bench [--seconds S] [--threads N] [--allocate] [--processes K] (S >= 40, "
+                           "N >= 1, 1 <= K <= S)\n");
+      return 2;
+    }
+  }
+  if (seconds < 40 || threads < 1 || processes < 1 || processes > seconds) {
+    std::fprintf(stderr, "drift_bench: expected --seconds >= 40, --threads >= 1 and 1 <= --processes <= seconds, "
+                         "got %d, %d and %d\n", seconds, threads, processes);
+    return 2;
+  }
+  omp_set_num_threads(threads);
+  std::printf("drift_bench: %d s in %d process(es), 1024 x 4096 float32, %d thread(s), %s buffers, calls "
+              "alternating in a random order\n", seconds, processes, threads,
+              b.allocate ? "malloc'ed per call" : "preallocated");
+  std::fflush(stdout);
+  if (processes > 1) return ManyProcesses(b, seconds, processes);
+  OneProcess(b, seconds);
   return 0;
 }

@@ -33,6 +33,11 @@ namespace kf {
 /// Throws kf::Error(kParse) with file = `source` and the line/column of the problem.
 Json ParseYaml(std::string_view text, const std::string& source);
 
+/// For an error about a value that should have been a mapping or a number: when `value` is a one-line string like
+/// "threads:1" (what YAML makes of a `key:value` line without a space after the colon when it is a mapping's only
+/// entry), a hint " (expected 'threads: 1'? YAML needs a space after the colon)"; otherwise "".
+std::string ColonValueHint(const Json& value);
+
 /// Types one plain (unquoted, untagged) YAML scalar the way PyYAML's SafeLoader + OmegaConf do.
 Json ResolvePlainScalar(const std::string& text);
 

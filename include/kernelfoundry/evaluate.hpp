@@ -223,7 +223,7 @@ struct Evaluation {
   Json cached = nullptr;
 };
 
-/// Checks the parts of a task's config that the test stage reads (eval_config.threads, eval_config.allocator,
+/// Checks the parts of a task's config that the test stage reads (eval_config: a mapping; its threads, allocator,
 /// eval_config.timing: its keys, kinds and ranges, processes, removed keys), the profile flags
 /// (eval_config.profile_custom_model, profile_original_model: true or false) and the run limits, as Evaluate does
 /// before any build (and kf validate). Throws kf::Error (kInvalidArgument) naming config.yaml and the field.

@@ -303,8 +303,12 @@ inline PairedOptions PairedOptionsFromJson(const Json& options, PairedOptions o 
       throw Error(ErrorKind::kInvalidArgument, "expected a whole number below 2^63, got " + it->dump(),
                   "eval_config.timing", key);
     }
-    if (!it->is_number_integer() || (std::is_unsigned_v<T> && !it->is_number_unsigned() && it->get<int64_t>() < 0)) {
+    if (!it->is_number_integer()) {
       throw Error(ErrorKind::kInvalidArgument, "expected a whole number, got " + it->dump(), "eval_config.timing", key);
+    }
+    if (std::is_unsigned_v<T> && !it->is_number_unsigned() && it->get<int64_t>() < 0) {
+      throw Error(ErrorKind::kInvalidArgument, "expected a whole number >= 0, got " + it->dump(), "eval_config.timing",
+                  key);
     }
     *out = it->get<T>();
   };

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 #include "core/files.hpp"
@@ -206,35 +207,36 @@ std::vector<std::string> ValidateStructure(const std::string& arg, Task* task_ou
   // was valid here and refused only by kf run).
   // And eval_config (threads, allocator, every timing key) as kf run checks it before building (stranger test,
   // 2026-12-04: `eval_config.timing.processes: 0` or an unknown key was "valid" here and refused by kf run).
-  // The checks stop at their first problem, so when the whole config fails, each eval_config.timing key is checked
-  // again alone (in an eval_config of its own), and eval_config without timing, to list every problem (stranger
-  // test, 2026-12-04: a config with four bad warm-up keys listed one).
-  auto check = [&problems](const Task& t) {
+  // The checks stop at their first problem, so when the whole config fails, its problem comes first and then each
+  // eval_config key (each eval_config.timing key too) is checked again alone, to list every problem (stranger
+  // tests: a config with four bad warm-up keys listed one, 2026-12-04; three bad eval_config keys listed one,
+  // 2026-12-05). A field already named is not named again: checked alone, a key meets the other keys' defaults
+  // (max_rounds: 10 beside min_rounds: 50 would also be reported against the default min_rounds, 12).
+  std::set<std::string> named;  // "file field" of every problem listed
+  auto check = [&problems, &named](const Task& t) {
     try {
       (void)HarnessLimits::FromConfig(t.config);
       ValidateTestConfig(t);
     } catch (const Error& e) {
-      if (std::find(problems.begin(), problems.end(), e.what()) == problems.end()) problems.push_back(e.what());
+      if (named.insert(e.file() + " " + e.field()).second) problems.push_back(e.what());
       return false;
     }
     return true;
   };
-  const Json* timing = nullptr;
-  if (const auto eval = task.config.find("eval_config"); eval != task.config.end() && eval->is_object()) {
-    if (const auto t = eval->find("timing"); t != eval->end() && t->is_object()) timing = &*t;
-  }
-  if (const size_t before = problems.size(); !check(task) && problems.size() > before && timing != nullptr &&
-                                             !timing->empty()) {
-    const std::string first = problems.back();
-    problems.pop_back();
+  const auto eval = task.config.find("eval_config");
+  if (!check(task) && eval != task.config.end() && eval->is_object()) {
     Task part = task;
-    part.config["eval_config"].erase("timing");
-    check(part);
-    for (const auto& [key, value] : timing->items()) {  // the key alone: the other eval_config keys may be bad too
-      part.config["eval_config"] = Json{{"timing", Json{{key, value}}}};
-      check(part);
+    for (const auto& [key, value] : eval->items()) {
+      if (key == "timing" && value.is_object()) {
+        for (const auto& [name, v] : value.items()) {
+          part.config["eval_config"] = Json{{"timing", Json{{name, v}}}};
+          check(part);
+        }
+      } else {
+        part.config["eval_config"] = Json{{key, value}};
+        check(part);
+      }
     }
-    if (problems.size() == before) problems.push_back(first);  // a rule between keys: only the whole config breaks it
   }
   if (task_out != nullptr) *task_out = std::move(task);
   return problems;

@@ -181,10 +181,11 @@ class Converter {
         continue;
       }
       std::string name = key.IsNull() ? "null" : KeyText(Scalar(key, path));
-      // yaml-cpp reads a line `threads:1` (no space after the colon) as the key "threads:1" with no value, where
-      // PyYAML (the reference's loader) refuses the file: refused here too, naming the fix (regression,
-      // 2026-12-05: `threads:1` under eval_config was taken silently and the default thread count used).
-      if (key.IsScalar() && key.Tag() == "?" && kv.second.IsNull() && !name.empty()) {
+      // yaml-cpp reads a line `threads:1` (no space after the colon) in a block mapping as the key "threads:1" with
+      // no value, where PyYAML (the reference's loader) refuses the file: refused here too, naming the fix
+      // (regression, 2026-12-05: `threads:1` under eval_config was taken silently and the default thread count
+      // used). In a flow mapping (`{a:1}`) PyYAML reads that key too, so it stays accepted there.
+      if (key.IsScalar() && key.Tag() == "?" && kv.second.IsNull() && node.Style() == YAML::EmitterStyle::Block) {
         const size_t colon = name.find(':');
         if (colon != std::string::npos && colon + 1 < name.size() && name[colon + 1] != ' ') {
           ThrowAt(key.Mark(),
@@ -238,12 +239,53 @@ Json ResolvePlainScalar(const std::string& text) {
   return Json(text);
 }
 
+namespace {
+
+// " (line N: …)" naming a `key:value` line without a space after the colon at or just before `mark` (yaml-cpp's
+// error then points elsewhere: "end of map not found", "illegal map value"), or "".
+std::string ColonLineHint(std::string_view text, const YAML::Mark& mark) {
+  if (mark.is_null()) return "";
+  static const std::regex kLine(R"re(^\s*(-\s+)?(["']?)([A-Za-z_][\w.-]*)\2:([^\s:/][^#]*?)\s*(#.*)?$)re");
+  std::vector<std::string_view> lines;
+  for (size_t begin = 0; begin <= text.size();) {
+    const size_t end = std::min(text.find('\n', begin), text.size());
+    lines.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  const int64_t at = mark.line;
+  for (int64_t i = std::min<int64_t>(at, static_cast<int64_t>(lines.size()) - 1); i >= std::max<int64_t>(0, at - 2);
+       --i) {
+    std::string line(lines[static_cast<size_t>(i)]);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::smatch m;
+    if (std::regex_match(line, m, kLine)) {
+      return fmt::format(" (line {}: expected '{}: {}'; YAML needs a space after the colon)", i + 1, m[3].str(),
+                         m[4].str());
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string ColonValueHint(const Json& value) {
+  if (!value.is_string()) return "";
+  const std::string& text = value.get_ref<const std::string&>();
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= text.size() || text[colon + 1] == ' ' ||
+      text.find('\n') != std::string::npos) {
+    return "";
+  }
+  return fmt::format(" (expected '{}: {}'? YAML needs a space after the colon)", text.substr(0, colon),
+                     text.substr(colon + 1));
+}
+
 Json ParseYaml(std::string_view text, const std::string& source) {
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    ThrowAt(e.mark, "invalid YAML: " + e.msg, source);
+    ThrowAt(e.mark, "invalid YAML: " + e.msg + ColonLineHint(text, e.mark), source);
   }
   if (docs.empty()) return nullptr;
   if (docs.size() > 1)

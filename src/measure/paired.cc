@@ -161,7 +161,9 @@ void PairedOptions::Validate() const {
   Require(std::isfinite(budget_s) && budget_s > 0, "budget_s", "a positive number of seconds");
   Require(warmup_budget_fraction >= 0 && warmup_budget_fraction < 1, "warmup_budget_fraction", "a value in [0, 1)");
   Require(min_rounds >= 1, "min_rounds", "a whole number >= 1");
-  Require(max_rounds >= min_rounds, "max_rounds", "a whole number >= min_rounds (" + std::to_string(min_rounds) + ")");
+  Require(max_rounds >= min_rounds, "max_rounds",
+          "max_rounds >= min_rounds, got max_rounds " + std::to_string(max_rounds) + " and min_rounds " +
+              std::to_string(min_rounds));
   Require(warmup_min_rounds >= 0, "warmup_min_rounds", "a whole number >= 0");
   Require(warmup_window >= 1, "warmup_window", "a whole number >= 1");
   Require(std::isfinite(warmup_tolerance) && warmup_tolerance > 0, "warmup_tolerance", "a positive number");

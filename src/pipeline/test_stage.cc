@@ -169,8 +169,9 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   const ConfigView view(task.config);
   if (const Json* t = view.Find("eval_config.timing")) {
     if (!t->is_object()) {
-      throw Error(ErrorKind::kInvalidArgument, "expected a mapping of timing options (budget_s, …)", "config.yaml",
-                  "eval_config.timing");
+      throw Error(ErrorKind::kInvalidArgument,
+                  "expected a mapping of timing options (budget_s, …), got " + t->dump() + ColonValueHint(*t),
+                  "config.yaml", "eval_config.timing");
     }
     o = *t;
     // Every timing knob (type and range) is checked as written, by the one rule that reads them
@@ -190,10 +191,11 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   // $KF_TIMING_BUDGET_S caps it for a whole machine (e.g. a CI run that only needs verdicts, not precision).
   // A value that is not a number of seconds > 0 is refused (regression, stranger test 2026-12-04: -1 was ignored).
   if (const char* env = std::getenv("KF_TIMING_BUDGET_S"); env && *env) {
-    char* end = nullptr;
-    const double seconds = std::strtod(env, &end);
-    if (end == env || *end != '\0' || !std::isfinite(seconds) || !(seconds > 0)) {
-      throw Error(ErrorKind::kInvalidArgument, std::string("expected a number of seconds > 0, got '") + env + "'",
+    static const std::regex kDecimal(R"(\d+(\.\d*)?([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?)");
+    const double seconds = std::regex_match(env, kDecimal) ? std::strtod(env, nullptr) : -1;
+    if (!std::isfinite(seconds) || !(seconds > 0)) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  std::string("expected a finite number of seconds > 0 (digits, e.g. 5 or 2.5), got '") + env + "'",
                   "environment", "KF_TIMING_BUDGET_S");
     }
     wanted = std::min(wanted, seconds);
@@ -380,6 +382,13 @@ std::vector<TestVariant> MakeTestVariants(const Task& task, bool candidate, bool
 }
 
 void ValidateTestConfig(const Task& task) {
+  // eval_config itself: a mapping or nothing (stranger test, 2026-12-05: `eval_config:` with the single line
+  // `threads:1` under it is the string "threads:1", and `eval_config: 5` was valid, every setting silently lost).
+  if (const auto e = task.config.find("eval_config"); e != task.config.end() && !e->is_null() && !e->is_object()) {
+    throw Error(ErrorKind::kInvalidArgument, "expected a mapping (threads, timing, …), got " + e->dump() +
+                                                 ColonValueHint(*e),
+                "config.yaml", "eval_config");
+  }
   TimedConditionsFromConfig(task.config);
   TimingOptions(task, HarnessLimits::FromConfig(task.config));
   // The profile flags too: the profile stage reads them only after the timing, so a mistyped one would cost a

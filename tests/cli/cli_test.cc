@@ -245,6 +245,29 @@ TEST(CliTask, ValidateChecksTheRunLimits) {
   r = Kf("validate " + testing::ShellQuote(pkg.string()) + " --json");
   EXPECT_EQ(r.rc, 3) << r.out;
   EXPECT_NE(r.out.find("eval_config.timing.max_processes"), std::string::npos) << r.out;
+  // Stranger test, 2026-12-05: three bad eval_config keys listed one; max_rounds below the configured min_rounds was
+  // also reported against the default min_rounds (12); `threads:1` as eval_config's only line was valid.
+  auto problems_of = [&](const std::string& eval_config) {
+    std::string text = config;  // eval_config is the fixture's last block: replaced with `eval_config` whole
+    text = text.substr(0, text.find("eval_config:\n")) + eval_config;
+    WriteFile(pkg / "config.yaml", text);
+    const RunResult run = Kf("validate " + testing::ShellQuote(pkg.string()) + " --json");
+    EXPECT_EQ(run.rc, 3) << run.out << run.err;
+    return Json::parse(run.out)["problems"];
+  };
+  Json listed = problems_of("eval_config:\n  profile_custom_model: x\n  profile_original_model: 1\n  threads: 0\n");
+  EXPECT_EQ(listed.size(), 3u) << listed.dump();
+  for (const char* field : {"eval_config.profile_custom_model", "eval_config.profile_original_model",
+                            "eval_config.threads"}) {
+    EXPECT_NE(listed.dump().find(field), std::string::npos) << field << " missing in " << listed.dump();
+  }
+  listed = problems_of("eval_config:\n  timing:\n    min_rounds: 50\n    max_rounds: 10\n");
+  ASSERT_EQ(listed.size(), 1u) << listed.dump();
+  EXPECT_NE(listed.dump().find("got max_rounds 10 and min_rounds 50"), std::string::npos) << listed.dump();
+  listed = problems_of("eval_config:\n  threads:1\n");
+  ASSERT_EQ(listed.size(), 1u) << listed.dump();
+  EXPECT_NE(listed.dump().find("eval_config: expected a mapping"), std::string::npos) << listed.dump();
+  EXPECT_NE(listed.dump().find("expected 'threads: 1'?"), std::string::npos) << listed.dump();
 }
 
 // A --json path kf run cannot write is refused before anything is built (stranger test, 2026-12-04: a directory

@@ -134,8 +134,22 @@ TEST(YamlTyping, AColonWithoutASpaceIsRefusedNamingTheFix) {
     EXPECT_NE(e.message().find("line 3"), std::string::npos) << e.what();
     EXPECT_NE(e.message().find("expected 'threads: 1'"), std::string::npos) << e.what();
   }
-  const Json ok = ParseYaml("a: 1\n\"b:c\":\nurl: http://x:80/y\nd:e: 2\nempty:\n", "t.yaml");
-  EXPECT_EQ(ok.dump(), R"({"a":1,"b:c":null,"url":"http://x:80/y","d:e":2,"empty":null})");
+  const Json ok = ParseYaml("a: 1\n\"b:c\":\nurl: http://x:80/y\nd:e: 2\nempty:\nflow: {f:1}\n", "t.yaml");
+  EXPECT_EQ(ok.dump(), R"({"a":1,"b:c":null,"url":"http://x:80/y","d:e":2,"empty":null,"flow":{"f:1":null}})");
+  // Where yaml-cpp's own error points elsewhere ("end of map not found", "illegal map value"), the line is named.
+  for (const char* text : {"e:\n  p: false\n  threads:1  # fix me\n", "e:\n  p: false\n  \"threads\":1\n",
+                           "e:\n  threads:1\n  allocator: glibc\n"}) {
+    try {
+      ParseYaml(text, "config.yaml");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(e.message().find("expected 'threads: 1'; YAML needs a space after the colon"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(ColonValueHint(Json("threads:1")), " (expected 'threads: 1'? YAML needs a space after the colon)");
+  EXPECT_EQ(ColonValueHint(Json("a: b")), "");
+  EXPECT_EQ(ColonValueHint(Json(5)), "");
 }
 
 TEST(YamlTyping, MergeKeysAndAnchors) {

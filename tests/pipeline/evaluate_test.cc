@@ -307,7 +307,7 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
   // say). Regression (stranger test, 2026-12-04): KF_TIMING_BUDGET_S=-1 was silently ignored.
   for (const auto& [name, refused] : {std::pair<const char*, std::vector<const char*>>{
                                       "KF_TIMING_PROCESSES", {"two", "0", "17", " 3", "3 ", "+3", "3x"}},
-                                  {"KF_TIMING_BUDGET_S", {"-1", "0", "five", "5s", "nan", "inf"}}}) {
+                                  {"KF_TIMING_BUDGET_S", {"-1", "0", "five", "5s", "nan", "inf", " 5", "0x10", "1e999"}}}) {
     const char* before = std::getenv(name);
     const std::string saved = before ? before : "";
     for (const char* env : refused) {
