@@ -162,8 +162,17 @@ TEST_F(ProfileStage, UnusableProfilersAreEntriesNeverCrashes) {
       {"gpu_arch: cpu\nprofiler_kernel: 7\n", "profiler.000", "config.yaml: profiler_kernel: expected"},
       {"gpu_arch: cpu\nprofiler_settings: {perf: {colour: red}}\n", "perf.000", "config.yaml: profiler_settings.perf"
                                                                                  ".colour: expected one of the keys"},
-      {"gpu_arch: cpu\neval_config: {profile_custom_model: maybe}\n", "profiler.000", "config.yaml: eval_config"},
   };
+  // A profile flag that is not true/false is refused before anything is built (2026-12-05; it used to become a
+  // profiler entry after the whole evaluation).
+  try {
+    Run(MakeProfileTask("gpu_arch: cpu\neval_config: {profile_custom_model: maybe}\n"), std::nullopt);
+    ADD_FAILURE() << "profile_custom_model: maybe was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("config.yaml: eval_config.profile_custom_model: expected true or false"),
+              std::string::npos)
+        << e.what();
+  }
   for (const Case& c : cases) {
     SCOPED_TRACE(c.config);
     Evaluation off = Run(MakeProfileTask(c.config), false);
