@@ -59,6 +59,8 @@ async function main() {
   const failed = history.filter(p => !(typeof p.speedup === 'number' && p.speedup > 1e-9)).length;
   eq(await page.locator('#chart .pt.fail').count(), failed, `failures are marked (${failed})`);
   ok(await page.locator('#chart path.best').count() === 1, 'best-so-far line drawn');
+  // The table is filled by its own request, which may land after the chart (CI14, 2026-12-05: counted 0 rows).
+  await page.waitForFunction(() => document.querySelectorAll('#kernel-table tbody tr').length > 0);
   eq(await page.locator('#kernel-table tbody tr').count(), 50, 'table shows a page of 50');
   await page.screenshot({path: path.join(OUT, 'task.png'), fullPage: true});
   await page.screenshot({path: path.join(OUT, 'task-view.png')});  // the first screen (README: docs/serve.png)
