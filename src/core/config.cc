@@ -129,6 +129,21 @@ std::string KeyText(const Json& key) {
   return key.dump();
 }
 
+namespace {
+
+// "expected 'a: b'" for text "a:b" (a colon followed by neither a space nor the end: a `key: value` written
+// without its space), or "" for any other text. The one reading of that typo for the parser's three messages.
+std::string ColonFix(std::string_view text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= text.size() || text[colon + 1] == ' ' ||
+      text.find('\n') != std::string_view::npos) {
+    return "";
+  }
+  return fmt::format("expected '{}: {}'", text.substr(0, colon), text.substr(colon + 1));
+}
+
+}  // namespace
+
 class Converter {
  public:
   explicit Converter(const std::string& source) : source_(source) {}
@@ -186,11 +201,9 @@ class Converter {
       // (regression, 2026-12-05: `threads:1` under eval_config was taken silently and the default thread count
       // used). In a flow mapping (`{a:1}`) PyYAML reads that key too, so it stays accepted there.
       if (key.IsScalar() && key.Tag() == "?" && kv.second.IsNull() && node.Style() == YAML::EmitterStyle::Block) {
-        const size_t colon = name.find(':');
-        if (colon != std::string::npos && colon + 1 < name.size() && name[colon + 1] != ' ') {
+        if (const std::string fix = ColonFix(name); !fix.empty()) {
           ThrowAt(key.Mark(),
-                  fmt::format("'{}' is a key without a value; expected '{}: {}' (YAML needs a space after the colon)",
-                              name, name.substr(0, colon), name.substr(colon + 1)),
+                  fmt::format("'{}' is a key without a value; {} (YAML needs a space after the colon)", name, fix),
                   source_, Join(path, name));
         }
       }
@@ -245,6 +258,7 @@ namespace {
 // error then points elsewhere: "end of map not found", "illegal map value"), or "".
 std::string ColonLineHint(std::string_view text, const YAML::Mark& mark) {
   if (mark.is_null()) return "";
+  // An indented `key:value` (optionally a list item, a quoted key, a trailing comment): groups 3 and 4.
   static const std::regex kLine(R"re(^\s*(-\s+)?(["']?)([A-Za-z_][\w.-]*)\2:([^\s:/][^#]*?)\s*(#.*)?$)re");
   std::vector<std::string_view> lines;
   for (size_t begin = 0; begin <= text.size();) {
@@ -259,8 +273,8 @@ std::string ColonLineHint(std::string_view text, const YAML::Mark& mark) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     std::smatch m;
     if (std::regex_match(line, m, kLine)) {
-      return fmt::format(" (line {}: expected '{}: {}'; YAML needs a space after the colon)", i + 1, m[3].str(),
-                         m[4].str());
+      return fmt::format(" (line {}: {}; YAML needs a space after the colon)", i + 1,
+                         ColonFix(m[3].str() + ":" + m[4].str()));
     }
   }
   return "";
@@ -269,15 +283,8 @@ std::string ColonLineHint(std::string_view text, const YAML::Mark& mark) {
 }  // namespace
 
 std::string ColonValueHint(const Json& value) {
-  if (!value.is_string()) return "";
-  const std::string& text = value.get_ref<const std::string&>();
-  const size_t colon = text.find(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 >= text.size() || text[colon + 1] == ' ' ||
-      text.find('\n') != std::string::npos) {
-    return "";
-  }
-  return fmt::format(" (expected '{}: {}'? YAML needs a space after the colon)", text.substr(0, colon),
-                     text.substr(colon + 1));
+  const std::string fix = value.is_string() ? ColonFix(value.get_ref<const std::string&>()) : "";
+  return fix.empty() ? "" : " (" + fix + "? YAML needs a space after the colon)";
 }
 
 Json ParseYaml(std::string_view text, const std::string& source) {
