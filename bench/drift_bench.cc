@@ -23,9 +23,18 @@
 // with buffers of its own, and compares the spread of the processes' median ratios with what their rounds' own
 // noise explains (1.2533 x sd / sqrt(rounds), the standard error of a median): an excess is a per-process offset.
 //
-// Usage: drift_bench [--seconds S] [--threads N] [--allocate] [--processes K]
+// With --processes: --pin C|alternate runs every process on CPU C (or alternates CPUs 0 and 1); --copy 1 copies
+// the next input value set into one input buffer before every call (kf's value rotation), --copy 2 does it with
+// non-temporal stores; --replace N gives each process N placements one after another, each on buffers allocated
+// while the previous ones are still held (new pages), and pools their rounds: if the per-process offset comes
+// from where the buffers lie in physical memory, N placements shrink it by ~sqrt(N).
+//
+// Usage: drift_bench [--seconds S] [--threads N] [--allocate] [--processes K] [--pin C|alternate] [--copy 0|1|2]
+//                    [--replace N]
 //        (S default 120, at least 40; N default 1; K default 1 = one process, per-second report)
+#include <immintrin.h>
 #include <omp.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +64,10 @@ struct Buffers {
   std::vector<float> bias, t1_kept, t2_kept, out_kept;
   float *t1 = nullptr, *t2 = nullptr, *out = nullptr;
   bool allocate = false;  // --allocate: fresh malloc'ed t1, t2, out for every call
+  int copy = 0;           // --copy 1: the next value set copied into one input buffer before every call (as kf's
+                          // value rotation); --copy 2: the same with non-temporal stores
+  float* input = nullptr;  // 64-byte aligned (non-temporal stores need 32)
+  int replace = 1;          // --replace N: placements per process
 
   void Begin(bool three_pass) {
     if (!allocate) {
@@ -159,6 +172,8 @@ void Setup(Buffers& b) {
   for (size_t k = 0; k < b.inputs.size(); ++k) {
     for (size_t i = 0; i < kN; ++i) b.inputs[k][i] = static_cast<float>(static_cast<int>((i * 31 + k) % 97) - 48);
   }
+  b.input = static_cast<float*>(std::aligned_alloc(64, kN * sizeof(float)));  // a placement's own; kept to exit
+  std::memset(b.input, 0, kN * sizeof(float));
   b.bias.resize(kCols);
   for (size_t c = 0; c < kCols; ++c) b.bias[c] = static_cast<float>(c % 7) - 3.0f;
   b.t1_kept.assign(kN, 0.0f);
@@ -176,7 +191,20 @@ struct Rounds {
 Rounds Loop(Buffers& b, double seconds, uint64_t seed) {
   Rounds out;
   uint64_t rng = seed, call = 0;
-  auto next_input = [&] { return b.inputs[call++ % b.inputs.size()].data(); };
+  auto next_input = [&]() -> const float* {
+    const float* src = b.inputs[call++ % b.inputs.size()].data();
+    if (b.copy == 0) return src;
+    float* dst = b.input;
+    if (b.copy == 1) {
+      std::memcpy(dst, src, kN * sizeof(float));
+    } else {
+      for (size_t i = 0; i < kN; i += 8) {
+        _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
+      }
+      _mm_sfence();
+    }
+    return dst;
+  };
   const double start = Now();
   while (Now() - start < seconds) {
     rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -227,7 +255,7 @@ void OneProcess(Buffers& b, int seconds) {
 
 // K fresh processes one after another: each process's median ratio (main and control) against the spread its
 // rounds' noise explains.
-int ManyProcesses(Buffers& b, int seconds, int processes) {
+int ManyProcesses(Buffers& b, int seconds, int processes, int pin) {
   std::vector<double> main_medians, control_medians, main_se, control_se;
   for (int k = 0; k < processes; ++k) {
     int fds[2];
@@ -236,8 +264,24 @@ int ManyProcesses(Buffers& b, int seconds, int processes) {
     if (pid < 0) return 1;
     if (pid == 0) {
       close(fds[0]);
-      Setup(b);
-      const Rounds r = Loop(b, static_cast<double>(seconds) / processes, 20261205 + static_cast<uint64_t>(k));
+      if (pin != -1) {  // --pin C: every process on CPU C; --pin alternate (-2): process k on CPU k % 2
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(pin == -2 ? k % 2 : pin, &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0) _exit(1);
+      }
+      // --replace N: N placements per process, each on buffers allocated while the previous ones are still held
+      // (so their pages are new), the rounds pooled.
+      std::vector<Buffers> placements(static_cast<size_t>(b.replace), b);
+      Rounds r;
+      for (int p = 0; p < b.replace; ++p) {
+        Setup(placements[static_cast<size_t>(p)]);
+        Loop(placements[static_cast<size_t>(p)], 0.05, 1);  // first touch and warm-up, not counted
+        const Rounds part = Loop(placements[static_cast<size_t>(p)], static_cast<double>(seconds) / processes / b.replace,
+                                 20261205 + static_cast<uint64_t>(k * 100 + p));
+        r.main.insert(r.main.end(), part.main.begin(), part.main.end());
+        r.control.insert(r.control.end(), part.control.begin(), part.control.end());
+      }
       auto summary = [](const std::vector<double>& ratios, double out[2]) {
         std::vector<double> logs;
         for (double x : ratios) logs.push_back(std::log(x));
@@ -285,7 +329,7 @@ int ManyProcesses(Buffers& b, int seconds, int processes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int seconds = 120, threads = 1, processes = 1;
+  int seconds = 120, threads = 1, processes = 1, pin = -1;
   Buffers b;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -295,13 +339,25 @@ int main(int argc, char** argv) {
       threads = std::atoi(argv[++i]);
     } else if (a == "--processes" && i + 1 < argc) {
       processes = std::atoi(argv[++i]);
+    } else if (a == "--pin" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      pin = v == "alternate" ? -2 : std::atoi(v.c_str());
+    } else if (a == "--copy" && i + 1 < argc) {
+      b.copy = std::atoi(argv[++i]);
+    } else if (a == "--replace" && i + 1 < argc) {
+      b.replace = std::atoi(argv[++i]);
     } else if (a == "--allocate") {
       b.allocate = true;
     } else {
-      std::fprintf(stderr, "usage: drift_bench [--seconds S] [--threads N] [--allocate] [--processes K] (S >= 40, "
-                           "N >= 1, 1 <= K <= S)\n");
+      std::fprintf(stderr, "usage: drift_bench [--seconds S] [--threads N] [--allocate] [--processes K] [--pin "
+                           "C|alternate] [--copy 0|1|2] [--replace N] (S >= 40, N >= 1, 1 <= K <= S)\n");
       return 2;
     }
+  }
+  if (b.copy < 0 || b.copy > 2 || b.replace < 1 || b.replace > 16 || pin < -2) {
+    std::fprintf(stderr, "drift_bench: expected --copy 0, 1 or 2, --replace from 1 to 16 and --pin C >= 0 or "
+                         "alternate\n");
+    return 2;
   }
   if (seconds < 40 || threads < 1 || processes < 1 || processes > seconds) {
     std::fprintf(stderr, "drift_bench: expected --seconds >= 40, --threads >= 1 and 1 <= --processes <= seconds, "
@@ -313,7 +369,7 @@ int main(int argc, char** argv) {
               "alternating in a random order\n", seconds, processes, threads,
               b.allocate ? "malloc'ed per call" : "preallocated");
   std::fflush(stdout);
-  if (processes > 1) return ManyProcesses(b, seconds, processes);
+  if (processes > 1) return ManyProcesses(b, seconds, processes, pin);
   OneProcess(b, seconds);
   return 0;
 }

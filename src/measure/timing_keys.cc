@@ -56,7 +56,7 @@ constexpr TimingKey kKeys[] = {
     {"l2_flush", K::kBool, R::kPlugin, 0, 0, 1, "true or false"},
     // Timed processes that always run (pipeline/paired_processes.hpp; $KF_TIMING_PROCESSES changes the default).
     {"processes", K::kWhole, R::kPipeline, 4, 1, 16, "a whole number from 1 to 16"},
-    // More processes run while the merged interval misses the target; default 3 x processes.
+    // More processes run while the merged interval misses the target; default 6 x processes.
     {"max_processes", K::kWhole, R::kPipeline, kNone, 1, 48, "a whole number from 1 to 48"},
 };
 

@@ -97,9 +97,13 @@ ProcessPlan ProcessPlan::FromJson(const Json& o) {
   }
   plan.timing = PairedOptionsFromJson(o, PairedOptionsFromJson(defaults));
   plan.processes = o.value("processes", int64_t{1});  // the test stage always sets it (TimingOptions)
-  // Default 3 × processes; one process stays one unless max_processes asks for more ($KF_TIMING_PROCESSES=1 in
-  // scripts/test.sh: one process per timed phase).
-  const int64_t default_max = plan.processes == 1 ? 1 : 3 * plan.processes;
+  // Default 6 × processes (24 with the default 4); one process stays one unless max_processes asks for more
+  // ($KF_TIMING_PROCESSES=1 in scripts/test.sh: one process per timed phase). A process start costs ~0.3 s and
+  // each process's median carries an offset of its own (3-5 % sd on the 2-vCPU machine, 2026-12-05, where its
+  // ~35 rounds explain ~1 %), so the budget buys a narrower interval as more, shorter processes: with offset sd
+  // 4 %, 12 processes of 1.7 s give t(11) x 4.1 % / sqrt(12) = 2.6 %, 24 of 0.83 s give t(23) x 4.3 % / sqrt(24)
+  // = 1.8 %, for 3.6 s more process starts when all of them run (README "Decisive verdicts").
+  const int64_t default_max = plan.processes == 1 ? 1 : 6 * plan.processes;
   plan.max_processes = std::max(plan.processes, o.value("max_processes", default_max));
   return plan;
 }

@@ -95,10 +95,17 @@ int UsableCpus() {
   return 1;
 }
 
+// The default thread count of timed processes: every usable CPU but one (at least one), so that kf, the system
+// and another tenant's burst have a CPU beside the timed work. A parallel region is as slow as its slowest thread,
+// and with every CPU busy one preempted thread stalls the whole call: on the 2-vCPU machine (2026-12-05) the
+// README example's timed processes spread by 6.1-8.3 % (sd of process medians) with 2 threads against 1.6-3.6 %
+// with 1, and drift_bench (plain C++, no kf) by 5.6 % against 2.4 %.
+int DefaultThreads() { return std::max(1, UsableCpus() - 1); }
+
 TimedConditions TimedConditionsFromConfig(const Json& config) {
   TimedConditions c;
   const ConfigView view(config);
-  c.threads = static_cast<int>(view.Int("eval_config.threads", UsableCpus()));
+  c.threads = static_cast<int>(view.Int("eval_config.threads", DefaultThreads()));
   if (c.threads < 1) {
     throw Error(ErrorKind::kInvalidArgument, "expected a thread count >= 1, got " + std::to_string(c.threads),
                 "config.yaml", "eval_config.threads");
@@ -217,11 +224,11 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   // eval_config.timing.processes: paired runs per candidate that always run, each a fresh test process, merged at
   // the process level (pipeline/paired_processes.hpp). With one process, 9 of 20 intervals of identical
   // candidates under a CPU hog missed 1.00 (a per-process offset); with three, 40 of 40 covered it
-  // (bench/noise_bench, 2026-12-01, README). eval_config.timing.max_processes (default 3 × processes): more
+  // (bench/noise_bench, 2026-12-01, README). eval_config.timing.max_processes (default 6 × processes): more
   // processes run while the merged interval misses the target and the budget allows; each gets budget_s /
-  // max_processes of loop time (ProcessPlan::ProcessBudget). Default 4 (so up to 12): the interval is set by the
+  // max_processes of loop time (ProcessPlan::ProcessBudget). Default 4 (so up to 24): the interval is set by the
   // spread between processes over √processes, so bias_relu fast.cpp reached ±1.4–1.8 % with 12 processes where
-  // 3 gave ±2.0–4.7 % (README "Decisive verdicts", 2026-12-03).
+  // 3 gave ±2.0–4.7 % (README "Decisive verdicts", 2026-12-03; 24 since 2026-12-05, paired_processes.cc).
   // $KF_TIMING_PROCESSES changes the default machine-wide (a CI run that needs verdicts, not precision).
   const bool explicit_processes = o.contains("processes");
   if (!explicit_processes) {

@@ -63,7 +63,7 @@ TEST(TimingKeys, NamesAreUniqueAndLookupsWork) {
   EXPECT_EQ(FindTimingKey("mode"), nullptr);  // removed mechanisms are not keys
   EXPECT_EQ(TimingDefault("value_sets"), 4);
   EXPECT_EQ(TimingDefault("processes"), 4);
-  EXPECT_THROW(TimingDefault("max_processes"), Error);  // derived: 3 x processes
+  EXPECT_THROW(TimingDefault("max_processes"), Error);  // derived: 6 x processes
   EXPECT_THROW(TimingDefault("no_such_key"), Error);
 }
 

@@ -156,8 +156,8 @@ TEST(PairedProcesses, RunsAreMergedWithTheirRuntimesAndAFailedRunIsTheVerdict) {
 TEST(PairedProcesses, EachProcessGetsTheBudgetOverMaxProcesses) {
   const auto plan = paired_processes::ProcessPlan::FromJson(Json{{"processes", 4}, {"budget_s", 20}});
   EXPECT_EQ(plan.processes, 4);
-  EXPECT_EQ(plan.max_processes, 12);  // 3 × processes
-  EXPECT_DOUBLE_EQ(plan.ProcessBudget(), 20.0 / 12.0);
+  EXPECT_EQ(plan.max_processes, 24);  // 6 × processes (2026-12-05; 3 × until then)
+  EXPECT_DOUBLE_EQ(plan.ProcessBudget(), 20.0 / 24.0);
   const auto fixed =
       paired_processes::ProcessPlan::FromJson(Json{{"processes", 3}, {"max_processes", 3}, {"budget_s", 9}});
   EXPECT_DOUBLE_EQ(fixed.ProcessBudget(), 3.0);
