@@ -13,12 +13,14 @@
 // run), the speedup the ratio of the two means.
 //
 // Usage: noise_bench [--runs N] [--budget S] [--separate-runs M] [--only TEXT] [--allocator auto|jemalloc|glibc]
-//                    [--processes K] [--max-processes M] [--timing JSON]
+//                    [--processes K] [--max-processes M] [--threads T] [--timing JSON]
 //        (defaults 10, 20 = kf's default, 3; --only runs just the rows whose name contains TEXT; --allocator sets
 //        eval_config.allocator, to compare the heap of the timed processes; --processes sets
 //        eval_config.timing.processes, paired runs per evaluation merged at the process level; default: kf's, 4;
 //        --max-processes sets eval_config.timing.max_processes; `--processes 3 --max-processes 3` is kf's timing
-//        before 2026-12-03, the baseline of the "Decisive verdicts" rows in the README; --timing adds other
+//        before 2026-12-03, the baseline of the "Decisive verdicts" rows in the README; --threads sets
+//        eval_config.threads (default: kf's, every usable CPU but one; `--threads 2 --max-processes 12` on 2 vCPUs
+//        is kf's timing before 2026-12-05); --timing adds other
 //        eval_config.timing keys, e.g. '{"min_sample_s": 0.01}')
 // Needs the examples (KF_SOURCE_DIR), ../shared/kernelbench (KF_SHARED_DIR) and a built kf python package;
 // compiled extensions are cached in $KF_CACHE_DIR (first run compiles them).
@@ -121,13 +123,15 @@ std::string Changed(const std::string& code, const char* comment = "//") {
 }
 
 // The task at `dir` with eval_config.timing replaced by `timing` (the bench's options) and the given allocator.
-kf::Task Load(const fs::path& dir, const kf::Json& timing, const std::string& allocator) {
+// The task at `dir` with the bench's eval_config: timing keys, allocator and (threads > 0) the thread count.
+kf::Task Load(const fs::path& dir, const kf::Json& timing, const std::string& allocator, int threads) {
   kf::TaskCreateOptions co;
   co.kinds = kf::HarnessTaskKinds();
   kf::Task task = kf::Task::Create(dir, co).first;
   kf::Json config = task.config;
   config["eval_config"]["timing"] = timing;
   config["eval_config"]["allocator"] = allocator;
+  if (threads > 0) config["eval_config"]["threads"] = threads;
   config["test_timeout"] = 300;
   task.ApplyConfig(config);
   return task;
@@ -187,7 +191,7 @@ void Print(const Row& r, bool identical) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 10, separate_runs = 3, processes = 0, max_processes = 0;  // 0: kf's default
+  int runs = 10, separate_runs = 3, processes = 0, max_processes = 0, threads = 0;  // 0: kf's default
   double budget = 20;
   std::string only, allocator = "auto";
   kf::Json timing = kf::Json::object();
@@ -200,6 +204,7 @@ int main(int argc, char** argv) {
     else if (a == "--allocator") allocator = argv[i + 1];
     else if (a == "--processes") processes = std::atoi(argv[i + 1]);
     else if (a == "--max-processes") max_processes = std::atoi(argv[i + 1]);
+    else if (a == "--threads") threads = std::atoi(argv[i + 1]);
     else if (a == "--timing") timing = kf::ParseJson(argv[i + 1], "--timing");
   }
   if (!timing.is_object()) {
@@ -214,8 +219,9 @@ int main(int argc, char** argv) {
   fs::create_directories(work);
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("noise_bench: %d paired runs (budget %.0f s per benchmark) and %d separate runs per row, %ld cores, "
-              "hog = %ld busy process(es), allocator %s, eval_config.timing %s\n",
-              runs, budget, separate_runs, cores, std::max(1L, cores - 1), allocator.c_str(), timing.dump().c_str());
+              "hog = %ld busy process(es), allocator %s, threads %s, eval_config.timing %s\n",
+              runs, budget, separate_runs, cores, std::max(1L, cores - 1), allocator.c_str(),
+              threads > 0 ? std::to_string(threads).c_str() : "kf's default", timing.dump().c_str());
   struct TaskCase {
     const char* name;
     fs::path dir;
@@ -242,7 +248,7 @@ int main(int argc, char** argv) {
     }
     for (const bool hog : {false, true}) {
       for (const char* mode : {"paired", "separate"}) {
-        const kf::Task task = Load(t.dir, timing, allocator);
+        const kf::Task task = Load(t.dir, timing, allocator, threads);
         Row row{std::string(t.name) + " identical, " + mode + (hog ? ", with hog" : ", quiet"), {}};
         if (row.name.find(only) == std::string::npos) continue;
         std::unique_ptr<Hog> h;
@@ -271,7 +277,7 @@ int main(int argc, char** argv) {
       for (const char* mode : {"paired", "separate"}) {
         Row row{std::string("bias_relu ") + file + ", " + mode + (hog ? ", with hog" : ", quiet"), {}};
         if (row.name.find(only) == std::string::npos) continue;
-        const kf::Task task = Load(examples / "tasks" / "bias_relu", timing, allocator);
+        const kf::Task task = Load(examples / "tasks" / "bias_relu", timing, allocator, threads);
         std::unique_ptr<Hog> h;
         if (hog) h = std::make_unique<Hog>(static_cast<int>(std::max(1L, cores - 1)));
         const int n = std::string(mode) == "paired" ? runs : separate_runs;
