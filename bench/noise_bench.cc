@@ -122,7 +122,6 @@ std::string Changed(const std::string& code, const char* comment = "//") {
          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
 }
 
-// The task at `dir` with eval_config.timing replaced by `timing` (the bench's options) and the given allocator.
 // The task at `dir` with the bench's eval_config: timing keys, allocator and (threads > 0) the thread count.
 kf::Task Load(const fs::path& dir, const kf::Json& timing, const std::string& allocator, int threads) {
   kf::TaskCreateOptions co;

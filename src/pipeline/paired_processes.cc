@@ -102,7 +102,7 @@ ProcessPlan ProcessPlan::FromJson(const Json& o) {
   // each process's median carries an offset of its own (3-5 % sd on the 2-vCPU machine, 2026-12-05, where its
   // ~35 rounds explain ~1 %), so the budget buys a narrower interval as more, shorter processes: with offset sd
   // 4 %, 12 processes of 1.7 s give t(11) x 4.1 % / sqrt(12) = 2.6 %, 24 of 0.83 s give t(23) x 4.3 % / sqrt(24)
-  // = 1.8 %, for 3.6 s more process starts when all of them run (README "Decisive verdicts").
+  // = 1.8 %, for 12 more process starts (~4 s) when all of them run (README "Decisive verdicts").
   const int64_t default_max = plan.processes == 1 ? 1 : 6 * plan.processes;
   plan.max_processes = std::max(plan.processes, o.value("max_processes", default_max));
   return plan;

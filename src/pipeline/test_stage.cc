@@ -224,11 +224,9 @@ Json TimingOptions(const Task& task, const HarnessLimits& limits) {
   // eval_config.timing.processes: paired runs per candidate that always run, each a fresh test process, merged at
   // the process level (pipeline/paired_processes.hpp). With one process, 9 of 20 intervals of identical
   // candidates under a CPU hog missed 1.00 (a per-process offset); with three, 40 of 40 covered it
-  // (bench/noise_bench, 2026-12-01, README). eval_config.timing.max_processes (default 6 × processes): more
-  // processes run while the merged interval misses the target and the budget allows; each gets budget_s /
-  // max_processes of loop time (ProcessPlan::ProcessBudget). Default 4 (so up to 24): the interval is set by the
-  // spread between processes over √processes, so bias_relu fast.cpp reached ±1.4–1.8 % with 12 processes where
-  // 3 gave ±2.0–4.7 % (README "Decisive verdicts", 2026-12-03; 24 since 2026-12-05, paired_processes.cc).
+  // (bench/noise_bench, 2026-12-01, README). eval_config.timing.max_processes: more
+  // processes run while the merged interval misses the target and the budget allows, each with budget_s /
+  // max_processes of loop time (its default and why: ProcessPlan::FromJson, paired_processes.cc).
   // $KF_TIMING_PROCESSES changes the default machine-wide (a CI run that needs verdicts, not precision).
   const bool explicit_processes = o.contains("processes");
   if (!explicit_processes) {
