@@ -15,7 +15,7 @@
 // ~X %: no interval of one run can be both decisive at ±2 % and cover other runs where X is that large.
 //
 // Options move the bench step by step towards kf's timed processes, to find which step adds noise: --threads N
-// splits the rows over N OpenMP threads (kf's default: every usable CPU until 2026-12-05, all but one since),
+// splits the rows over N OpenMP threads (kf's default: every usable CPU),
 // --allocate takes every call's output and temporaries from malloc and frees them after the call (as torch's
 // ops do; run it under kf's allocator with LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 // MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1).

@@ -19,8 +19,8 @@
 //        eval_config.timing.processes, paired runs per evaluation merged at the process level; default: kf's, 4;
 //        --max-processes sets eval_config.timing.max_processes; `--processes 3 --max-processes 3` is kf's timing
 //        before 2026-12-03, the baseline of the "Decisive verdicts" rows in the README; --threads sets
-//        eval_config.threads (default: kf's, every usable CPU but one; `--threads 2 --max-processes 12` on 2 vCPUs
-//        is kf's timing before 2026-12-05); --timing adds other
+//        eval_config.threads (default: kf's, every usable CPU; `--threads 2 --max-processes 12` on 2 vCPUs is kf's
+//        timing before 2026-12-05, `--threads 1` the one-fewer default tried that day); --timing adds other
 //        eval_config.timing keys, e.g. '{"min_sample_s": 0.01}')
 // Needs the examples (KF_SOURCE_DIR), ../shared/kernelbench (KF_SHARED_DIR) and a built kf python package;
 // compiled extensions are cached in $KF_CACHE_DIR (first run compiles them).
