@@ -283,24 +283,38 @@ double StudentT975(int64_t df) {
 
 namespace {
 
-/// MedianWithCI of the pooled values widened to Student's t interval of the groups' log-medians (GroupedMedianCI
-/// without its bootstrap). `by_group` has at least 2 groups.
-MedianCI PooledAndTInterval(const std::vector<double>& values, const std::vector<std::vector<double>>& by_group) {
+/// Share of the groups trimmed from each end by the interval over the groups' log-medians.
+constexpr double kGroupTrim = 0.2;
+
+/// MedianWithCI of the pooled values widened to the Tukey-McLaughlin / Yuen interval of the 20 %-trimmed mean of
+/// the groups' log-medians (GroupedMedianCI without its bootstrap). `by_group` has at least 2 groups.
+MedianCI PooledAndGroupInterval(const std::vector<double>& values, const std::vector<std::vector<double>>& by_group) {
   MedianCI ci = MedianWithCI(values);
-  std::vector<double> logs;  // log of each group's median
+  std::vector<double> logs;  // log of each group's median, sorted
   for (const std::vector<double>& mine : by_group) {
     const double m = Median(mine);
     if (!(m > 0)) throw Error(ErrorKind::kInvalidArgument, "expected positive values", "", "values");
     logs.push_back(std::log(m));
   }
-  const double g = static_cast<double>(logs.size());
-  double mean = 0;
-  for (double v : logs) mean += v / g;
+  std::sort(logs.begin(), logs.end());
+  const size_t n = logs.size();
+  const size_t g = static_cast<size_t>(std::floor(kGroupTrim * static_cast<double>(n)));  // trimmed per end
+  const size_t h = n - 2 * g;                                                              // kept
+  double trimmed_mean = 0;
+  for (size_t i = g; i < n - g; ++i) trimmed_mean += logs[i] / static_cast<double>(h);
+  // Winsorized variance: the g lowest set to the lowest kept value, the g highest to the highest kept one.
+  double wmean = 0;
+  for (size_t i = 0; i < n; ++i) wmean += std::clamp(logs[i], logs[g], logs[n - g - 1]) / static_cast<double>(n);
   double ss = 0;
-  for (double v : logs) ss += (v - mean) * (v - mean);
-  const double half = StudentT975(static_cast<int64_t>(logs.size()) - 1) * std::sqrt(ss / (g - 1.0) / g);
-  ci.low = std::min(ci.low, std::exp(mean - half));
-  ci.high = std::max(ci.high, std::exp(mean + half));
+  for (size_t i = 0; i < n; ++i) {
+    const double d = std::clamp(logs[i], logs[g], logs[n - g - 1]) - wmean;
+    ss += d * d;
+  }
+  const double se = std::sqrt(ss / static_cast<double>(n - 1)) /
+                    ((1.0 - 2.0 * static_cast<double>(g) / static_cast<double>(n)) * std::sqrt(static_cast<double>(n)));
+  const double half = StudentT975(static_cast<int64_t>(h) - 1) * se;
+  ci.low = std::min(ci.low, std::exp(trimmed_mean - half));
+  ci.high = std::max(ci.high, std::exp(trimmed_mean + half));
   return ci;
 }
 
@@ -313,7 +327,7 @@ MedianCI GroupedMedianCI(const std::vector<double>& values, const std::vector<in
   }
   const std::vector<std::vector<double>> by_group = ByGroup(values, groups);
   if (by_group.size() < 2) return MedianWithCI(values);
-  MedianCI ci = PooledAndTInterval(values, by_group);
+  MedianCI ci = PooledAndGroupInterval(values, by_group);
   const MedianCI h = HierarchicalMedianCI(values, groups, resamples, seed);
   ci.low = std::min(ci.low, h.low);
   ci.high = std::max(ci.high, h.high);
