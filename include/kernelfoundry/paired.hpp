@@ -115,9 +115,9 @@ MedianCI HierarchicalMedianCI(const std::vector<double>& values, const std::vect
 
 /// The interval for a median of values that came from a few groups (processes) whose own offsets vary: the
 /// union of MedianWithCI of the pooled values, HierarchicalMedianCI, and the interval of the 20 %-trimmed mean of
-/// the groups' log-medians (Tukey & McLaughlin 1963; Yuen 1974, Biometrika 61: exp(m_t ± t(0.975, h − 1) · s_w /
-/// ((1 − 2γ) √g)), g groups, γ = 0.2, ⌊γ g⌋ trimmed per end, h = g − 2⌊γ g⌋ kept, s_w the winsorized standard
-/// deviation; below 5 groups nothing is trimmed: Student's t interval of the mean). With few groups the
+/// the groups' log-medians (Tukey & McLaughlin 1963; Yuen 1974, Biometrika 61: exp(m_t ± t(0.975, h − 1) ·
+/// √(SSD_w / (h (h − 1)))), g groups, ⌊0.2 g⌋ trimmed per end, h kept, SSD_w the sum of squared deviations of the
+/// winsorized log-medians; below 5 groups nothing is trimmed: Student's t interval of the mean). With few groups the
 /// bootstrap's percentile interval is too narrow (3 groups whose offsets all fall on one side of the truth,
 /// probability 1/4, give an interval that misses it); an interval over the groups is the standard remedy for a
 /// random effect measured g times (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013, §3).

@@ -116,7 +116,8 @@ Json LineageToJson(const Lineage& lineage);
 /// status (the reference's string), kf_status (our EvalStatus name), score, runtime (ms),
 /// improve_over_native/_compile, runtime_stats (null when empty), template_results, eval_log (first line
 /// "kf status: <status>[ (<detail>)]", then the log), gpu_arch (the archs joined by ","), eval/compile
-/// worker_info, profiler columns, config, task_id, job_id, input_code (the task's EVOLVE block), output_code
+/// worker_info (eval_worker_info[arch]["timing"]: the paired speedups with their intervals, timing verdicts,
+/// rounds and processes, and the timing conditions, where the arch was timed paired), profiler columns, config, task_id, job_id, input_code (the task's EVOLVE block), output_code
 /// (the evaluated EVOLVE content), input/output_language, and the set fields of `lineage`.
 Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string& task_id,
                std::optional<int64_t> job_id, const Lineage& lineage = {});

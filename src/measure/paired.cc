@@ -302,7 +302,7 @@ MedianCI PooledAndGroupInterval(const std::vector<double>& values, const std::ve
   const size_t h = n - 2 * g;                                                              // kept
   double trimmed_mean = 0;
   for (size_t i = g; i < n - g; ++i) trimmed_mean += logs[i] / static_cast<double>(h);
-  // Winsorized variance: the g lowest set to the lowest kept value, the g highest to the highest kept one.
+  // Winsorized values: the g lowest set to the lowest kept value, the g highest to the highest kept one.
   double wmean = 0;
   for (size_t i = 0; i < n; ++i) wmean += std::clamp(logs[i], logs[g], logs[n - g - 1]) / static_cast<double>(n);
   double ss = 0;
@@ -310,8 +310,9 @@ MedianCI PooledAndGroupInterval(const std::vector<double>& values, const std::ve
     const double d = std::clamp(logs[i], logs[g], logs[n - g - 1]) - wmean;
     ss += d * d;
   }
-  const double se = std::sqrt(ss / static_cast<double>(n - 1)) /
-                    ((1.0 - 2.0 * static_cast<double>(g) / static_cast<double>(n)) * std::sqrt(static_cast<double>(n)));
+  // Yuen (1974): the trimmed mean's squared standard error is SSD_w / (h (h − 1)), SSD_w the winsorized values'
+  // sum of squared deviations (with nothing trimmed: s² / g, Student's t).
+  const double se = std::sqrt(ss / (static_cast<double>(h) * static_cast<double>(h - 1)));
   const double half = StudentT975(static_cast<int64_t>(h) - 1) * se;
   ci.low = std::min(ci.low, std::exp(trimmed_mean - half));
   ci.high = std::max(ci.high, std::exp(trimmed_mean + half));

@@ -34,6 +34,45 @@ size_t Utf8Length(std::string_view s) {
 Json Opt(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
 Json Opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
 
+/// One arch's paired timing ({"paired": {name: record}, "conditions": {...}}, PairedTiming's JSON) as stored
+/// with the row: per benchmark the speedup, its 95 % interval, the timing verdict, rounds and processes; the
+/// conditions as measured. Null when there is no paired record.
+Json TimingSummary(const Json& timing) {
+  if (!timing.is_object() || !timing.contains("paired") || !timing["paired"].is_object()) return nullptr;
+  Json benchmarks = Json::object();
+  for (const auto& [name, rec] : timing["paired"].items()) {
+    if (!rec.is_object()) continue;
+    Json b = Json::object();
+    for (const char* key : {"speedup", "ci", "rel_half_width", "status", "rounds", "processes"}) {
+      if (rec.contains(key)) b[key] = rec[key];
+    }
+    benchmarks[name] = std::move(b);
+  }
+  if (benchmarks.empty()) return nullptr;
+  return Json{{"benchmarks", std::move(benchmarks)}, {"conditions", timing.value("conditions", Json::object())}};
+}
+
+/// eval_worker_info ({arch: worker info}) with each arch's timing summary added under "timing" (TimingSummary of
+/// EvalResult::timing: one arch's object, or {arch: object} for several), so that a speedup read back from the
+/// database says how sure it was and what it was measured under; the reference's keys stay as they are.
+Json WithTimingSummaries(Json eval_worker_info, const Json& timing, const std::vector<std::string>& archs) {
+  if (!timing.is_object() || timing.empty()) return eval_worker_info;
+  auto add = [&](const std::string& arch, const Json& arch_timing) {
+    Json summary = TimingSummary(arch_timing);
+    if (summary.is_null()) return;
+    if (!eval_worker_info.is_object()) eval_worker_info = Json::object();
+    Json& info = eval_worker_info[arch];
+    if (!info.is_object()) info = Json::object();
+    info["timing"] = std::move(summary);
+  };
+  if (timing.contains("paired")) {
+    if (archs.size() == 1) add(archs.front(), timing);
+  } else {
+    for (const auto& [arch, arch_timing] : timing.items()) add(arch, arch_timing);
+  }
+  return eval_worker_info;
+}
+
 }  // namespace
 
 std::string NewUuid4() { return RandomUuid4(); }
@@ -131,7 +170,7 @@ Json KernelRow(const Evaluation& ev, const std::string& uuid, const std::string&
   row["template_results"] = r.template_results.empty() ? Json(nullptr) : r.template_results;
   row["gpu_arch"] = Join(ev.archs, ",");
   WorkerInfoColumns infos = SplitWorkerInfos(r.metadata);
-  row["eval_worker_info"] = infos.eval_worker_info;
+  row["eval_worker_info"] = WithTimingSummaries(infos.eval_worker_info, r.timing, ev.archs);
   row["compile_worker_info"] = infos.compile_worker_info;
   row["config"] = config;
   row["task_id"] = task_id;

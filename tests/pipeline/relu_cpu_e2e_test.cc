@@ -95,6 +95,11 @@ TEST(ReluCpuE2E, CorrectWithSpeedupStoredAndSecondRunUsesTheBuildCache) {
     EXPECT_EQ(k["gpu_arch"], "cpu");
     EXPECT_GT(k["improve_over_native"].get<double>(), 0.0);
     EXPECT_TRUE(k["eval_worker_info"].contains("cpu"));
+    // The stored row keeps the paired speedup's interval and the timing conditions.
+    const Json& timing = k["eval_worker_info"]["cpu"]["timing"];
+    ASSERT_TRUE(timing["benchmarks"].contains("task.py::TestReluCpu::test_benchmark")) << k["eval_worker_info"];
+    EXPECT_EQ(timing["benchmarks"]["task.py::TestReluCpu::test_benchmark"]["ci"].size(), 2u);
+    EXPECT_GE(timing["conditions"]["threads"].get<int>(), 1);
     EXPECT_TRUE(k["compile_worker_info"].contains("cpu"));
     EXPECT_EQ(k["job_status"], "COMPLETE");
     Json job = store->GetJob(k["job_id"].get<int64_t>());

@@ -100,6 +100,37 @@ Evaluation WrongEvaluation(const Task& task) {
   return ev;
 }
 
+// Stranger test, 2026-12-05: a speedup read back from the database had lost its interval and the conditions it
+// was measured under (runtime_stats keeps the reference's keys only). They go with each arch's eval_worker_info.
+TEST(Rows, KernelRowKeepsEachArchsTimingIntervalAndConditions) {
+  TempDir tmp;
+  Task task = LoadTaskSource(WritePackage(tmp.path() / "pkg", "").string(), {.discover_tests = false}).task;
+  Evaluation ev = WrongEvaluation(task);
+  ev.archs = {"cpu"};
+  ev.result.timing = Json::parse(R"({"paired": {"t.py::b": {"paired": true, "status": "noisy", "speedup": 2.69,
+      "ci": [2.60, 2.79], "rel_half_width": 0.036, "rounds": 883, "processes": 24, "candidate_ms": [1.2]}},
+      "conditions": {"threads": 2, "allocator": "glibc", "load_before": 1.6}})");
+  Json row = KernelRow(ev, "u-1", "tid", 7);
+  const Json& timing = row["eval_worker_info"]["cpu"]["timing"];
+  EXPECT_EQ(row["eval_worker_info"]["cpu"]["hostname"], "h1");  // the reference's keys stay
+  EXPECT_EQ(timing["benchmarks"]["t.py::b"],
+            Json::parse(R"({"speedup": 2.69, "ci": [2.60, 2.79], "rel_half_width": 0.036, "status": "noisy",
+                            "rounds": 883, "processes": 24})"));
+  EXPECT_EQ(timing["conditions"]["threads"], 2);
+  EXPECT_EQ(timing["conditions"]["load_before"], 1.6);
+
+  // Several archs: EvalResult::timing is keyed by arch; an arch without a worker info gets one.
+  ev.archs = {"cpu", "cpu2"};
+  ev.result.timing = Json{{"cpu2", Json::parse(R"({"paired": {"b": {"speedup": 1.5, "ci": [1.4, 1.6]}},
+                                                  "conditions": {"threads": 1}})")}};
+  row = KernelRow(ev, "u-1", "tid", 7);
+  EXPECT_FALSE(row["eval_worker_info"]["cpu"].contains("timing"));
+  EXPECT_EQ(row["eval_worker_info"]["cpu2"]["timing"]["benchmarks"]["b"]["ci"], Json::parse("[1.4, 1.6]"));
+  // No paired timing: the column is the reference's.
+  ev.result.timing = Json::object();
+  EXPECT_EQ(KernelRow(ev, "u-1", "tid", 7)["eval_worker_info"], (Json{{"cpu", {{"hostname", "h1"}}}}));
+}
+
 TEST(Rows, KernelRowKeepsTheReferenceColumnsAndOurStatus) {
   TempDir tmp;
   Task task = LoadTaskSource(WritePackage(tmp.path() / "pkg", "").string(), {.discover_tests = false}).task;
