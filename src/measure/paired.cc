@@ -300,18 +300,13 @@ MedianCI PooledAndGroupInterval(const std::vector<double>& values, const std::ve
   const size_t n = logs.size();
   const size_t g = static_cast<size_t>(std::floor(kGroupTrim * static_cast<double>(n)));  // trimmed per end
   const size_t h = n - 2 * g;                                                              // kept
-  double trimmed_mean = 0;
+  double trimmed_mean = 0, wmean = 0, ss = 0;
   for (size_t i = g; i < n - g; ++i) trimmed_mean += logs[i] / static_cast<double>(h);
-  // Winsorized values: the g lowest set to the lowest kept value, the g highest to the highest kept one.
-  double wmean = 0;
-  for (size_t i = 0; i < n; ++i) wmean += std::clamp(logs[i], logs[g], logs[n - g - 1]) / static_cast<double>(n);
-  double ss = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = std::clamp(logs[i], logs[g], logs[n - g - 1]) - wmean;
-    ss += d * d;
-  }
-  // Yuen (1974): the trimmed mean's squared standard error is SSD_w / (h (h − 1)), SSD_w the winsorized values'
-  // sum of squared deviations (with nothing trimmed: s² / g, Student's t).
+  // Winsorized: the g lowest set to the lowest kept value, the g highest to the highest kept one. Yuen (1974): the
+  // trimmed mean's squared standard error is SSD_w / (h (h − 1)) (nothing trimmed: s² / n, Student's t).
+  const double lowest_kept = logs[g], highest_kept = logs[n - g - 1];
+  for (double& v : logs) wmean += (v = std::clamp(v, lowest_kept, highest_kept)) / static_cast<double>(n);
+  for (double v : logs) ss += (v - wmean) * (v - wmean);
   const double se = std::sqrt(ss / (static_cast<double>(h) * static_cast<double>(h - 1)));
   const double half = StudentT975(static_cast<int64_t>(h) - 1) * se;
   ci.low = std::min(ci.low, std::exp(trimmed_mean - half));
