@@ -40,6 +40,16 @@ TASK = textwrap.dedent('''
                 return _cache["out"]
             _cache["key"], _cache["out"] = key, torch.relu(x + b) * s
             return _cache["out"]
+        if CHEAT in ("sampled_cache", "keep_all"):  # outputs of many input values, keyed by 64 sampled values
+            key = (tuple(x.reshape(-1)[::x.numel() // 64].tolist()), tuple(b[::97].tolist()), s)
+            if key in _cache:
+                with open("sampled_cache_hits", "a") as f:
+                    f.write("hit ")
+                return _cache[key]
+            if CHEAT == "sampled_cache" and len(_cache) >= 16:
+                _cache.pop(next(iter(_cache)))
+            _cache[key] = torch.relu(x + b) * s
+            return _cache[key]
         if CHEAT == "every_nth":
             _calls[0] += 1
             if _calls[0] % 4 and "last" in _cache:
@@ -145,6 +155,26 @@ def test_an_output_cache_keyed_on_the_input_values_never_hits(task):
     assert rec["status"] in ("correct", "noisy"), (rec["status"], rec["detail"], out[-2000:])
     assert not hits.exists(), hits.read_text().count("hit")
     assert rec["speedup"] < 1.25, (rec["speedup"], rec["ci"])
+
+
+def test_an_output_cache_of_many_value_sets_never_hits(task):
+    # Stranger test, 2026-12-05: the inputs' values came from 4 sets that repeated, so a cache of outputs keyed on 64
+    # sampled input values hit from the fifth call on (the README example's kernel with such a cache on every other
+    # call: 4.97x for a kernel that scores 2.5x). Every load's values are new now (a window of a table of factors).
+    hits = task / "sampled_cache_hits"
+    hits.unlink(missing_ok=True)
+    _, rec, out = paired_run(task, "sampled_cache")
+    assert rec["status"] in ("correct", "noisy"), (rec["status"], rec["detail"], out[-2000:])
+    assert not hits.exists(), hits.read_text().count("hit")
+    assert rec["speedup"] < 1.25, (rec["speedup"], rec["ci"])
+
+
+def test_memory_kept_across_timed_calls_is_suspicious(task):
+    # The same cache unbounded: it never hits either, but it grows by the output (8 MiB here) per call, which slowed
+    # the memory-bound reference down (3.3 -> 6-9 ms per call in the README example: 5.6x reported for 2.5x).
+    _, rec, out = paired_run(task, "keep_all")
+    assert rec["status"] == "suspicious", (rec["status"], rec["detail"], out[-2000:])
+    assert "grew by" in rec["detail"] and "while the pair was timed" in rec["detail"], rec["detail"]
 
 
 def test_background_work_after_return_is_caught(task):

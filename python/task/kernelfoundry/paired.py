@@ -31,6 +31,7 @@ module relies on are captured when it is imported, before any candidate code is:
 from __future__ import annotations
 
 import math
+import os
 import random
 import sys
 from typing import Any, Callable, Optional
@@ -50,6 +51,21 @@ _compare = _measure.compare
 _equal = _measure.equal
 _measure_loop = _measure.measure
 _isnan = math.isnan
+_os_open, _os_read, _os_close, _O_RDONLY = os.open, os.read, os.close, os.O_RDONLY
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+#: Memory the test process may gain while a pair is timed before the measurement is suspicious (bytes; at least, and
+#: 16x the inputs of one side).
+_RETAINED_MIN = 512 << 20
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory (/proc/self/statm, read with functions captured at import)."""
+    fd = _os_open("/proc/self/statm", _O_RDONLY)
+    try:
+        return int(_os_read(fd, 128).split()[1]) * _PAGE
+    finally:
+        _os_close(fd)
 
 #: Default knobs; eval_config.timing (JSON via --kf-paired-options) overrides them. The one table of the keys, their
 #: defaults and what each does is C++'s (include/kernelfoundry/timing_keys.hpp); kf checks a config against it.
@@ -71,6 +87,7 @@ class _Torch:
         self.tensor_type = t
         self.detach, self.cpu, self.contiguous, self.numpy = t.detach, t.cpu, t.contiguous, t.numpy
         self.float, self.clone, self.copy_, self.mul_ = t.float, t.clone, t.copy_, t.mul_
+        self.mul, self.empty_like = torch.mul, torch.empty_like
         self.is_floating_point = t.is_floating_point
         self.bfloat16 = torch.bfloat16
         self.generator = torch.Generator
@@ -213,11 +230,20 @@ class Capture:
         return self._out
 
 
+#: Length of the multiplier table that makes every load's values fresh (a prime, so that the table's period does not
+#: line up with a row length).
+_TABLE = 65521
+
+
 class _Values:
-    """The pool of input value sets: set 0 holds the original values, the others perturbed copies of the
-    floating-point inputs (other inputs keep their values). set_for(load) picks a set per load of the paired loop
-    (two per round: each side's first and second sample, include/kernelfoundry/paired.hpp), never the same one
-    twice in a row."""
+    """The input values of each load of the paired loop (two per round: each side's first and second sample,
+    include/kernelfoundry/paired.hpp). A pool of value sets — set 0 the original values, the others perturbed copies of
+    the floating-point inputs (other inputs keep their values) — and, per load, a set (never the same one twice in a
+    row) multiplied element-wise by a window of a table of factors 1 ± perturbation at an offset drawn per load: every
+    load's floating-point values are new, so an output cache keyed on input values (all of them or a sample) never
+    hits. Without it the values repeated every few loads (4 sets), and a candidate that cached its outputs by 64 sampled
+    input values on every other call scored 4.97x where its kernel scores 2.5x (stranger test, 2026-12-05). The multiply
+    reads one more stream than a copy (~1.5x a copy's time, outside the timed window); perturbation 0 turns it off."""
 
     def __init__(self, inputs: list, opts: dict, seed: int):
         self.sets = [[self._copy(x) for x in inputs]]
@@ -226,12 +252,16 @@ class _Values:
         wanted = max(1, int(opts["value_sets"]))
         if size > 0:
             wanted = max(1, min(wanted, int(opts["value_sets_max_bytes"] // max(size, 1))))
+        self.p = float(opts["perturbation"])
         for k in range(1, wanted):
-            self.sets.append([self._perturbed(x, seed + k, opts["perturbation"]) for x in inputs])
+            self.sets.append([self._perturbed(x, seed + k, self.p) for x in inputs])
         self.perturbable = any(self._is_float(x) for x in inputs)
         self._rng = random.Random(seed)
+        self._seed = seed
         self._plan: dict = {}
         self._last = -1
+        self._factors: dict = {}  # (dtype, device, elements) -> table of factors tiled to elements + _TABLE
+        self._scratch: dict = {}  # (kind, dtype, device, shape) -> buffer a check writes the expected values into
 
     @staticmethod
     def _is_float(x: Any) -> bool:
@@ -260,30 +290,65 @@ class _Values:
         y *= (1 + p * (2 * rng.random(y.shape) - 1)).astype(y.dtype)
         return y
 
-    def set_for(self, load: int) -> int:
+    def _window(self, x: Any, offset: int) -> Any:
+        """Factors for `x` (its shape, dtype, device): the table's elements from `offset` on."""
+        n = int(x.numel()) if _is_tensor(x) else int(x.size)
+        key = (str(x.dtype), str(getattr(x, "device", "cpu")), n)
+        table = self._factors.get(key)
+        if table is None:
+            reps = n // _TABLE + 2
+            if _is_tensor(x):
+                gen = TORCH.generator(device=x.device).manual_seed(self._seed + 104729)
+                with TORCH.no_grad():
+                    one = TORCH.rand((_TABLE,), generator=gen, device=x.device, dtype=x.dtype) * (2 * self.p) + (1 - self.p)
+                    table = one.repeat(reps)
+            else:
+                rng = _np().random.default_rng(self._seed + 104729)
+                one = (1 - self.p + 2 * self.p * rng.random(_TABLE)).astype(x.dtype)
+                table = _np().tile(one, reps)
+            self._factors[key] = table
+        return table[offset:offset + n].reshape(x.shape)
+
+    def plan(self, load: int) -> tuple:
+        """(value set, table offset) of `load`."""
         if load not in self._plan:
             n = len(self.sets)
             k = self._rng.randrange(n)
             if n > 1 and k == self._last:
                 k = (k + 1) % n
-            self._plan[load] = k
+            self._plan[load] = (k, self._rng.randrange(_TABLE))
             self._last = k
         return self._plan[load]
 
-    def load(self, capture: Capture, load: int) -> None:
-        values = self.sets[self.set_for(load)]
-        for dst, src in zip(capture.inputs, values):
-            if _is_tensor(dst):
-                with TORCH.no_grad():
+    def _put(self, dst: Any, src: Any, offset: int) -> None:
+        """dst = src, times the factors at `offset` where src is floating-point and the perturbation is on."""
+        fresh = self.p > 0 and self._is_float(src)
+        if _is_tensor(dst):
+            with TORCH.no_grad():
+                if fresh:
+                    TORCH.mul(src, self._window(src, offset), out=dst)
+                else:
                     TORCH.copy_(dst, src)
-            else:
-                _np().copyto(dst, src)
+        elif fresh:
+            _np().multiply(src, self._window(src, offset), out=dst)
+        else:
+            _np().copyto(dst, src)
+
+    def load(self, capture: Capture, load: int) -> None:
+        k, offset = self.plan(load)
+        for dst, src in zip(capture.inputs, self.sets[k]):
+            self._put(dst, src, offset)
 
     def unchanged(self, capture: Capture, load: int) -> Optional[int]:
         """The index of the first input of `capture` that no longer holds the values of `load`, or None."""
-        values = self.sets[self.set_for(load)]
-        for i, (x, v) in enumerate(zip(capture.inputs, values)):
-            if not _equal(_as_buffer(x), _as_buffer(v)):
+        k, offset = self.plan(load)
+        for i, (x, v) in enumerate(zip(capture.inputs, self.sets[k])):
+            key = (_is_tensor(v), str(v.dtype), str(getattr(v, "device", "cpu")), tuple(v.shape))
+            expected = self._scratch.get(key)
+            if expected is None:
+                expected = self._scratch[key] = TORCH.empty_like(v) if _is_tensor(v) else _np().empty_like(v)
+            self._put(expected, v, offset)
+            if not _equal(_as_buffer(x), _as_buffer(expected)):
                 return i
         return None
 
@@ -301,6 +366,13 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
     """One paired measurement with value sets drawn from `seed`: its record, not judged yet (a problem a check found
     is its status already)."""
     values = _Values(cand.inputs, opts, seed)
+    # Memory retained while timing: a candidate that keeps its outputs across calls (an output cache, now that every
+    # load's values are new) grew the process by ~16 MB per call and slowed the memory-bound reference from 3.3 to
+    # 6-9 ms per call — 5.6x for a kernel that scores 2.5x (stranger test, 2026-12-05). A kernel's own workspace is
+    # allocated once, in the correctness run or the warm-up.
+    inputs_bytes = sum(int(x.element_size() * x.nelement()) if _is_tensor(x) else int(x.nbytes) for x in cand.inputs)
+    retained_limit = max(_RETAINED_MIN, 16 * inputs_bytes)
+    resident_start = _resident_bytes()
 
     def prepare(capture: Capture) -> Callable[[int], None]:
         def run(load: int) -> None:
@@ -309,6 +381,11 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
         return run
 
     def check(load: int) -> Optional[str]:
+        grown = _resident_bytes() - resident_start
+        if grown > retained_limit:
+            return (f"suspicious: the test process grew by {grown >> 20} MiB while the pair was timed (more than "
+                    f"{retained_limit >> 20} MiB): memory kept across calls, e.g. an output cache, slows the other side "
+                    "and is not the kernel's cost")
         # Inputs first: a candidate that writes into its inputs also returns wrong outputs whenever a sample calls
         # it twice on one input set (rotating sets), and the cause is the better verdict (regression, 2026-12-04:
         # with a shorter warm-up the first checked sample drew such a call count, output_changed_under_timing).
