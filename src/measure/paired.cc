@@ -167,8 +167,10 @@ void PairedOptions::Validate() const {
   Require(warmup_min_rounds >= 0, "warmup_min_rounds", "a whole number >= 0");
   Require(warmup_window >= 1, "warmup_window", "a whole number >= 1");
   Require(std::isfinite(warmup_tolerance) && warmup_tolerance > 0, "warmup_tolerance", "a positive number");
-  Require(std::isfinite(min_sample_s) && min_sample_s >= 0, "min_sample_s", "a time >= 0");
-  Require(std::isfinite(quiesce_max_s) && quiesce_max_s >= 0, "quiesce_max_s", "a time >= 0");
+  // At most a second each: min_sample_s 1e9 was accepted, and the timed process was killed for inactivity
+  // (stranger test, 2026-12-05); a sample or a quiet wait that long has no use.
+  Require(min_sample_s >= 0 && min_sample_s <= 1, "min_sample_s", "a time from 0 to 1 s");
+  Require(quiesce_max_s >= 0 && quiesce_max_s <= 1, "quiesce_max_s", "a time from 0 to 1 s");
   Require(check_fraction >= 0 && check_fraction <= 1, "check_fraction", "a value in [0, 1]");
   Require(std::isfinite(after_return_cpu_ratio) && after_return_cpu_ratio >= 0, "after_return_cpu_ratio",
           "a ratio >= 0");

@@ -332,6 +332,24 @@ TEST(PairedOptions, Validated) {
   PairedOptions o;
   o.budget_s = 0;
   EXPECT_THROW(o.Validate(), Error);
+  // Stranger test, 2026-12-05: min_sample_s 1e9 ran until the inactivity timeout.
+  for (double bad : {1e9, 1.5, -1.0, std::nan("")}) {
+    PairedOptions m;
+    m.min_sample_s = bad;
+    try {
+      m.Validate();
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("a time from 0 to 1 s"), std::string::npos) << e.what();
+    }
+    PairedOptions q;
+    q.quiesce_max_s = bad;
+    EXPECT_THROW(q.Validate(), Error) << bad;
+  }
+  PairedOptions fine;
+  fine.min_sample_s = 1;
+  fine.quiesce_max_s = 0;
+  EXPECT_NO_THROW(fine.Validate());
   PairedSide empty;
   EXPECT_THROW(MeasurePaired(empty, empty, PairedOptions{}), Error);
 }

@@ -10,10 +10,11 @@ How a performance test becomes paired:
   (``kernelfoundry._measure.measure_paired``, include/kernelfoundry/paired.hpp): rounds in random order, the speedup
   as the median of per-round ratios with a 95 % confidence interval, until the interval is narrow enough or the
   time budget is spent;
-* before every sample both sides get the same fresh input values, copied into their own input buffers outside the
-  timed window from a pool of distinct value sets (the originals and perturbed copies of their floating-point
-  tensors), new values between a side's two samples of a round: an output cache keyed on input pointers returns
-  stale values, one keyed on contents never hits;
+* before every sample both sides get the same fresh input values, written into their own input buffers outside the
+  timed window: a value set from a small pool (the originals and perturbed copies of the floating-point tensors)
+  times a window of a table of factors at an offset drawn per load (``_Values``), so every sample's values are new:
+  an output cache keyed on input pointers returns stale values, one keyed on contents never hits, and one that keeps
+  every output grows the process, which the checks report as suspicious;
 * in checked rounds the candidate's outputs are compared with the reference's for the same inputs, and its inputs
   with the values that were put into them — in C++ on raw buffers (``_measure.compare``/``equal``), not with
   functions candidate code could patch;
