@@ -11,6 +11,7 @@
 // The database is --db, else $KF_DB, else runs/kernels.sqlite3 (relative to the current directory): a SQLite
 // path, sqlite:///path or postgresql://user@host:port/db (kf::OpenStore). It is opened read-only; a missing
 // database is a kNotFound error (exit 4).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -43,7 +44,7 @@ struct ResultsOptions {
 /// Columns of --json (without --all-columns); job_status is added by ListKernels.
 const std::vector<std::string> kJsonColumns = {
     "id",      "timestamp", "uuid",  "task_name", "task_id",   "job_id",  "status", "kf_status", "score",
-    "runtime", "improve_over_native", "improve_over_compile", "gpu_arch", "runtime_stats"};
+    "runtime", "improve_over_native", "improve_over_compile", "gpu_arch", "runtime_stats", "eval_worker_info"};
 
 std::string Cell(const Json& v) {
   if (v.is_null()) return "-";
@@ -67,6 +68,29 @@ std::string ShortTime(const Json& v) {
   return dot == std::string::npos ? s : s.substr(0, dot);
 }
 
+/// The interval cell of a stored row, from the paired timing kept in eval_worker_info[arch].timing (kf::KernelRow):
+/// "2.62-2.73" (the 95 % interval) for one timed benchmark, "±1.8-2.4%" (the range of the half-widths) for several,
+/// "-" for none (a row the reference wrote, or one timed alone).
+std::string IntervalCell(const Json& eval_worker_info) {
+  std::vector<std::pair<double, double>> cis;
+  std::vector<double> halves;
+  if (!eval_worker_info.is_object()) return "-";
+  for (const auto& [arch, info] : eval_worker_info.items()) {
+    const Json* benchmarks = info.is_object() && info.contains("timing") ? &info["timing"]["benchmarks"] : nullptr;
+    if (benchmarks == nullptr || !benchmarks->is_object()) continue;
+    for (const auto& [name, b] : benchmarks->items()) {
+      const Json ci = b.value("ci", Json());
+      if (!ci.is_array() || ci.size() != 2 || !ci[0].is_number() || !ci[1].is_number()) continue;
+      cis.emplace_back(ci[0].get<double>(), ci[1].get<double>());
+      halves.push_back(b.value("rel_half_width", 0.0) * 100);
+    }
+  }
+  if (cis.empty()) return "-";
+  if (cis.size() == 1) return fmt::format("{:.3g}-{:.3g}", cis[0].first, cis[0].second);
+  const auto [lo, hi] = std::minmax_element(halves.begin(), halves.end());
+  return fmt::format("±{:.2g}-{:.2g}%", *lo, *hi);
+}
+
 void PrintTable(const std::vector<Json>& rows) {
   using A = TextTable::Align;
   TextTable table({{"id", A::kRight},
@@ -79,12 +103,13 @@ void PrintTable(const std::vector<Json>& rows) {
                    {"score", A::kRight},
                    {"runtime_ms", A::kRight},
                    {"speedup", A::kRight},
+                   {"interval", A::kRight},
                    {"gpu_arch", A::kLeft}});
   for (const auto& r : rows) {
     table.AddRow({Cell(r["id"]), ShortTime(r["timestamp"]), Cell(r["task_name"]), Cell(r["job_id"]),
                   Cell(r["job_status"]), Cell(r["kf_status"]), Cell(r["status"]), Cell(r["score"]),
                   Number(r["runtime"], "{:.4g}"), Number(r["improve_over_native"], "{:.3g}x", true),
-                  Cell(r["gpu_arch"])});
+                  IntervalCell(r["eval_worker_info"]), Cell(r["gpu_arch"])});
   }
   std::fputs(table.Render().c_str(), stdout);
   if (rows.empty()) std::puts("(no stored evaluations match)");
@@ -141,7 +166,7 @@ int RunResults(const ResultsOptions& opts) {
   if (opts.json && !opts.all_columns) query.columns = kJsonColumns;
   if (!opts.json) {
     query.columns = {"id",    "timestamp", "task_name", "job_id", "status", "kf_status",
-                     "score", "runtime",   "improve_over_native", "gpu_arch"};
+                     "score", "runtime",   "improve_over_native", "gpu_arch", "eval_worker_info"};
   }
   std::vector<Json> rows = store->ListKernels(query);
   if (opts.json) {

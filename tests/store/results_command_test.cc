@@ -26,7 +26,9 @@ class ResultsCommandTest : public testing::BackendTest {
     (void)store_->UpdateJob(job, {.status = JobStatus::kComplete});
     store_->InsertKernel({{"task_name", "relu_cpu"}, {"job_id", job}, {"status", "correct"}, {"score", 5},
                           {"runtime", 0.123456}, {"improve_over_native", 2.5}, {"gpu_arch", "cpu"},
-                          {"eval_log", "kf status: correct\nlong log"}, {"kf_status", "correct"}});
+                          {"eval_log", "kf status: correct\nlong log"}, {"kf_status", "correct"},
+                          {"eval_worker_info", Json::parse(R"({"cpu": {"hostname": "h", "timing": {"benchmarks":
+                              {"b": {"speedup": 2.5, "ci": [2.45, 2.56], "rel_half_width": 0.022}}}}})")}});
     store_->InsertKernel({{"task_name", "gelu"}, {"status", "error"}, {"score", 1}, {"runtime", -1.0},
                           {"improve_over_native", -1.0}, {"eval_log", "a log the reference wrote"}});
     store_->InsertKernel({{"task_name", "relu_cpu"}, {"job_id", job}, {"status", "compiled"}, {"score", 3},
@@ -64,10 +66,13 @@ TEST_P(ResultsCommandTest, TableListsRowsWithJobStatus) {
     for (std::string t; in >> t;) words.push_back(t);
     return words;
   };
-  // id, date, time, task_name, job_id, job_status, kf_status, ref_status, score, runtime_ms, speedup, gpu_arch
+  // id, date, time, task_name, job_id, job_status, kf_status, ref_status, score, runtime_ms, speedup, interval,
+  // gpu_arch. The interval is the stored paired timing's (stranger test, 2026-12-05: only --all-columns had it).
   EXPECT_EQ(tokens(lines[0])[6], "kf_status");
   EXPECT_EQ(tokens(lines[0])[7], "ref_status");
-  ASSERT_EQ(tokens(lines[1]).size(), 12u) << lines[1];
+  ASSERT_EQ(tokens(lines[1]).size(), 13u) << lines[1];
+  EXPECT_EQ(tokens(lines[1])[11], "2.45-2.56") << lines[1];
+  EXPECT_EQ(tokens(lines[2])[11], "-") << lines[2];
   EXPECT_EQ(tokens(lines[1])[6], "correct");
   EXPECT_EQ(tokens(lines[1])[7], "correct");
   EXPECT_EQ(tokens(lines[3])[6], "value_mismatch");
@@ -93,6 +98,7 @@ TEST_P(ResultsCommandTest, JsonWithFilters) {
   EXPECT_EQ(rows[0]["kf_status"], "value_mismatch");
   EXPECT_EQ(rows[0]["job_status"], "COMPLETE");
   EXPECT_TRUE(rows[0].contains("improve_over_native"));
+  EXPECT_TRUE(rows[0].contains("eval_worker_info"));  // where the stored interval and timing conditions are
   EXPECT_FALSE(rows[0].contains("eval_log"));
 
   auto [rc2, all] = RunShell(Kf("results --json --all-columns --db " + Db()));
