@@ -228,6 +228,34 @@ TEST_F(EvaluateFake, OneProcessWithAHigherMaxProcessesAddsProcessesForTheInterva
   EXPECT_EQ(timed_processes("   processes: 1\n"), 1);  // one process alone stays one, even when noisy
 }
 
+// Stranger test, 2026-12-05: a candidate that slept 3 s when imported made every one of 24 processes 3 s longer;
+// the budget counts loop time only. Processes for the interval stop at 3x the budget of wall time.
+TEST_F(EvaluateFake, ProcessesForTheIntervalStopAtThreeTimesTheBudgetOfWallTime) {
+  const char* before = std::getenv("KF_TIMING_PROCESSES");
+  const std::string saved = before ? before : "";
+  unsetenv("KF_TIMING_PROCESSES");
+  harness_.timing = [](Json& record) {
+    record["status"] = "noisy";  // rounds of ratios 4 and 1.33: the merged interval never reaches the target
+    record["candidate_ms"] = Json::array({1.0, 3.0, 1.0, 3.0, 1.0, 3.0});
+    record["reference_ms"] = Json::array({4.0, 4.0, 4.0, 4.0, 4.0, 4.0});
+    record["rounds"] = 6;
+    record["elapsed_s"] = 0.01;  // and the processes use almost none of the loop budget
+  };
+  harness_.performance = [](const TestRequest& req) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(req.variant.reference ? 0 : 400));
+    return Timed(req.variant.reference ? 4.0 : 2.0);
+  };
+  EvaluateOptions o;
+  o.harness = &harness_;
+  Evaluate(MakeTask("eval_config:\n timing:\n   budget_s: 1\n   processes: 2\n   max_processes: 24\n"),
+           std::nullopt, o);
+  if (before) setenv("KF_TIMING_PROCESSES", saved.c_str(), 1);
+  const auto& calls = harness_.calls();
+  const auto timed = std::count(calls.begin(), calls.end(), "performance custom+reference cpu");
+  EXPECT_GE(timed, 6);   // 0.4 s each: the 8th starts at ~2.8 s
+  EXPECT_LE(timed, 10);  // not 24
+}
+
 TEST_F(EvaluateFake, CandidateBuildFailureIsBuildErrorAndNothingIsTested) {
   harness_.build = [](const BuildRequest&) {
     BuildRun b;
