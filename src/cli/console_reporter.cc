@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/text_table.hpp"
 #include "kernelfoundry/profile.hpp"
 
@@ -85,12 +87,21 @@ void ConsoleReporter::PrintRunVerdict(const Evaluation& ev) const {
     table.AddRow(std::move(row));
   }
   if (!table.empty()) Print(out, table.Render() + "\n");
+  if (std::any_of(r.benchmarks.begin(), r.benchmarks.end(), [](const BenchmarkRow& b) { return b.paired; })) {
+    // Stranger test, 2026-12-05: 5.467 / 2.211 is 2.47, and the table said 2.60x.
+    Print(out, "(ms: mean per call; a paired speedup is the median of the rounds' ratios, not the ratio of the means)\n");
+  }
   Print(out, fmt::format("overall speedup (geomean): {}\n", Speedup(r.runtime_improvement)));
   Print(out, fmt::format("candidate runtime: {} ms\n", Ms(r.runtime)));
   Print(out, fmt::format("perf_score: {}   combined score: {}\n", r.perf_score,
                          ev.combined_score >= 0 ? fmt::format("{:.4g}", ev.combined_score) : "-"));
   Print(out, fmt::format("status: {}{}   (reference-compatible status: {})\n", EvalStatusName(r.status),
                          r.status_detail.empty() ? "" : " - " + r.status_detail, r.ReferenceStatus()));
+  if (r.status == EvalStatus::kNoisy) {
+    Print(out, "noisy: the candidate is correct, but the speedup's interval is wider than the target. Rerun it with "
+               "nothing else running, or give it more time: eval_config.timing.budget_s and max_processes (budget_s "
+               "is capped at 60 % of test_timeout; raise both).\n");
+  }
   // Issue 14: one compact profile line per side (IPC, misses per kilo-instruction, page faults per call).
   for (const std::string& line : ProfileTableLines(ev.task.test_result, ev.task.test_result_reference)) {
     Print(out, line + "\n");

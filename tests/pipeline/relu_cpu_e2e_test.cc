@@ -58,6 +58,13 @@ TEST(ReluCpuE2E, CorrectWithSpeedupStoredAndSecondRunUsesTheBuildCache) {
   EXPECT_NE(out.find("performance custom+reference (cpu) passed"), std::string::npos) << out;
   EXPECT_NE(out.find("task.py::TestReluCpu::test_benchmark"), std::string::npos) << out;
   EXPECT_NE(out.find("overall speedup (geomean):"), std::string::npos) << out;
+  // The table's ms are means, the paired speedup a median of ratios: said under the table (stranger test).
+  EXPECT_NE(out.find("(ms: mean per call; a paired speedup is the median of the rounds' ratios"), std::string::npos)
+      << out;
+  // A noisy status comes with what to do about it.
+  EXPECT_EQ(out.find("status: noisy") != std::string::npos,
+            out.find("noisy: the candidate is correct, but the speedup's interval is wider") != std::string::npos)
+      << out;
   EXPECT_TRUE(testing::HasCorrectVerdictLine(out)) << out;
 
   Json j = Json::parse(ReadFile(tmp.path() / "out.json"));
