@@ -238,13 +238,14 @@ _TABLE = 65521
 
 class _Values:
     """The input values of each load of the paired loop (two per round: each side's first and second sample,
-    include/kernelfoundry/paired.hpp). A pool of value sets — set 0 the original values, the others perturbed copies of
-    the floating-point inputs (other inputs keep their values) — and, per load, a set (never the same one twice in a
-    row) multiplied element-wise by a window of a table of factors 1 ± perturbation at an offset drawn per load: every
-    load's floating-point values are new, so an output cache keyed on input values (all of them or a sample) never
-    hits. Without it the values repeated every few loads (4 sets), and a candidate that cached its outputs by 64 sampled
-    input values on every other call scored 4.97x where its kernel scores 2.5x (stranger test, 2026-12-05). The multiply
-    reads one more stream than a copy (~1.5x a copy's time, outside the timed window); perturbation 0 turns it off."""
+    include/kernelfoundry/paired.hpp). A pool of value sets — set 0 the original values, the others perturbed
+    copies of the floating-point inputs (other inputs keep their values) — and, per load, a set (never the same one
+    twice in a row) multiplied element-wise by a window of a table of factors 1 ± perturbation at an offset drawn
+    per load: every load's floating-point values are new, so an output cache keyed on input values (all of them or
+    a sample) does not hit. Without it the values repeated every few loads (4 sets), and a candidate that cached its
+    outputs by 64 sampled input values on every other call scored 4.97x where its kernel scores 2.5x (stranger
+    test, 2026-12-05). The multiply reads one more stream than a copy (outside the timed window); perturbation 0
+    turns it off."""
 
     def __init__(self, inputs: list, opts: dict, seed: int):
         self.sets = [[self._copy(x) for x in inputs]]
@@ -301,7 +302,8 @@ class _Values:
             if _is_tensor(x):
                 gen = TORCH.generator(device=x.device).manual_seed(self._seed + 104729)
                 with TORCH.no_grad():
-                    one = TORCH.rand((_TABLE,), generator=gen, device=x.device, dtype=x.dtype) * (2 * self.p) + (1 - self.p)
+                    one = TORCH.rand((_TABLE,), generator=gen, device=x.device, dtype=x.dtype)
+                    one = one * (2 * self.p) + (1 - self.p)
                     table = one.repeat(reps)
             else:
                 rng = _np().random.default_rng(self._seed + 104729)
@@ -385,8 +387,8 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
         grown = _resident_bytes() - resident_start
         if grown > retained_limit:
             return (f"suspicious: the test process grew by {grown >> 20} MiB while the pair was timed (more than "
-                    f"{retained_limit >> 20} MiB): memory kept across calls, e.g. an output cache, slows the other side "
-                    "and is not the kernel's cost")
+                    f"{retained_limit >> 20} MiB): memory kept across calls, e.g. an output cache, slows the other "
+                    "side and is not the kernel's cost")
         # Inputs first: a candidate that writes into its inputs also returns wrong outputs whenever a sample calls
         # it twice on one input set (rotating sets), and the cause is the better verdict (regression, 2026-12-04:
         # with a shorter warm-up the first checked sample drew such a call count, output_changed_under_timing).
