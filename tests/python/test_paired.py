@@ -146,24 +146,20 @@ def test_cheats_are_caught(task, cheat, status):
     assert rec["status"] == status, (rec["status"], rec["detail"], out[-2000:])
 
 
-def test_an_output_cache_keyed_on_the_input_values_never_hits(task):
-    # Regression (2026-12-04): every sample of a round got the round's values, so this cache returned the output
-    # without work in the candidate's second sample of every round (a 2x speedup for the reference's own code).
-    hits = task / "content_cache_hits"
+@pytest.mark.parametrize("cheat", [
+    # Regression (2026-12-04): every sample of a round got the round's values, so a one-entry cache returned the
+    # output without work in the candidate's second sample of every round (2x for the reference's own code).
+    "content_cache",
+    # Stranger test, 2026-12-05: the inputs' values came from 4 sets that repeated, so a cache of outputs keyed on
+    # 64 sampled input values hit from the fifth call on (the README example's kernel with such a cache on every
+    # other call: 4.97x for a kernel that scores 2.5x). Every load's values are new now (a window of a table of
+    # factors).
+    "sampled_cache",
+])
+def test_an_output_cache_keyed_on_the_input_values_never_hits(task, cheat):
+    hits = task / f"{cheat}_hits"
     hits.unlink(missing_ok=True)
-    _, rec, out = paired_run(task, "content_cache")
-    assert rec["status"] in ("correct", "noisy"), (rec["status"], rec["detail"], out[-2000:])
-    assert not hits.exists(), hits.read_text().count("hit")
-    assert rec["speedup"] < 1.25, (rec["speedup"], rec["ci"])
-
-
-def test_an_output_cache_of_many_value_sets_never_hits(task):
-    # Stranger test, 2026-12-05: the inputs' values came from 4 sets that repeated, so a cache of outputs keyed on 64
-    # sampled input values hit from the fifth call on (the README example's kernel with such a cache on every other
-    # call: 4.97x for a kernel that scores 2.5x). Every load's values are new now (a window of a table of factors).
-    hits = task / "sampled_cache_hits"
-    hits.unlink(missing_ok=True)
-    _, rec, out = paired_run(task, "sampled_cache")
+    _, rec, out = paired_run(task, cheat)
     assert rec["status"] in ("correct", "noisy"), (rec["status"], rec["detail"], out[-2000:])
     assert not hits.exists(), hits.read_text().count("hit")
     assert rec["speedup"] < 1.25, (rec["speedup"], rec["ci"])
