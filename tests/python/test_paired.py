@@ -197,3 +197,43 @@ def test_the_plugins_defaults_come_from_the_one_cpp_table():
     assert all(type(paired.DEFAULTS[k]) is int for k in ("min_rounds", "seed", "value_sets", "value_sets_max_bytes"))
     assert type(paired.DEFAULTS["l2_flush"]) is bool and type(paired.DEFAULTS["budget_s"]) is float
     assert "processes" not in paired.DEFAULTS  # kf's own key: never passed to a test process
+
+
+@pytest.mark.parametrize("make, period", [
+    (lambda: torch.randn(1024, 4096), 32768),                # 2^22 elements: factors repeat every 2^15 (one stream less)
+    (lambda: torch.randn(1000, 1009), 50450),                # 1,009,000 = 2^3 x 5^3 x 1009: a divisor in range
+    (lambda: torch.randn(4096, 4096).t()[:, :1000], 0),      # not contiguous: factors as long as the input
+    (lambda: torch.randn(65537), 0),                         # prime: factors as long as the input
+    (lambda: torch.randn(1024, 4096).numpy(), 32768),        # numpy, periodic
+])
+def test_every_load_gets_new_values_the_same_on_both_sides(make, period):
+    """_Values.load: each load's floating-point values differ from every other load's at (nearly) every element, are
+    the value set times factors within 1 ± perturbation, equal for the two sides of a load, and `unchanged` finds an
+    input written after the load."""
+    from kernelfoundry import paired
+
+    paired.TORCH.capture()  # what the plugin does at start
+    x = make()
+    cand = paired.Capture(lambda v: v, None, (x,), None, {})
+    ref = paired.Capture(lambda v: v, None, ((x.clone() if hasattr(x, "clone") else x.copy()),), None, {})
+    values = paired._Values(cand.inputs, dict(paired.DEFAULTS), seed=7)
+    assert values._period(cand.inputs[0], values.sets[0][0]) == period
+    loaded = []
+    for load in range(6):
+        values.load(cand, load)
+        values.load(ref, load)
+        a = torch.as_tensor(cand.inputs[0]).clone()
+        assert torch.equal(a, torch.as_tensor(ref.inputs[0]))
+        assert values.unchanged(cand, load) is None and values.unchanged(ref, load) is None
+        k, _ = values.plan(load)
+        src = torch.as_tensor(values.sets[k][0])
+        ratio = torch.where(src != 0, a / src, torch.ones_like(a))
+        p = paired.DEFAULTS["perturbation"]
+        assert float(ratio.min()) >= 1 - p - 1e-6 and float(ratio.max()) <= 1 + p + 1e-6
+        loaded.append(a)
+    for i in range(len(loaded)):
+        for j in range(i):
+            assert float((loaded[i] == loaded[j]).double().mean()) < 0.01, (i, j)
+    written = torch.as_tensor(cand.inputs[0])
+    written[(0,) * written.dim()] += 1.0  # a write into the candidate's input after its load
+    assert values.unchanged(cand, 5) == 0 and values.unchanged(ref, 5) is None
