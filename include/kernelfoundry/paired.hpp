@@ -23,9 +23,10 @@
 //  * Measurement: rounds until the 95 % CI of the median ratio reaches the target (ReachesTarget: half-width ≤
 //    target_rel_half_width × median after at least min_rounds rounds), or the time budget ran out (the verdict
 //    is then noisy, paired_record.hpp), or `check` reported a problem.
-//  * `check(load)` is called after both sides ran in a checked round (the first three measured rounds, then a
-//    check_fraction share drawn at random), outside every window, with the load of the round's last samples
-//    (2 × round + 1): it compares outputs and inputs. A returned problem ends the measurement with that problem.
+//  * `check(load)` is called after both sides ran in a checked round (the probe round that sizes the batches, the
+//    first three measured rounds, then a check_fraction share drawn at random), outside every window, with the
+//    load of the round's last samples (2 × round + 1): it compares outputs and inputs. A returned problem ends the
+//    measurement with that problem (after the probe: with the probe as the record's one round).
 //  * Times are per call, milliseconds. Ratios are reference / candidate (> 1: the candidate is faster).
 //  * Statistics: the median's distribution-free confidence interval from order statistics (MedianWithCI).
 //  * A process's memory and code layout shifts its speed by a few per cent for its whole life; the pipeline

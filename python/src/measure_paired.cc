@@ -7,7 +7,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -142,6 +144,32 @@ bool Equal(const py::buffer& x, const py::buffer& y) {
   return std::memcmp(a.ptr, b.ptr, static_cast<size_t>(a.size * a.itemsize)) == 0;
 }
 
+// Whether [address, address + bytes) lies in mappings of this process that allow reading (/proc/self/maps: no
+// gap, every mapping with 'r'). Lines are in address order; the walk stops at the range's end.
+bool Readable(uintptr_t address, size_t bytes) {
+  if (bytes == 0) return true;
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return true;  // nothing to tell: the comparison reads the buffer as before
+  const uintptr_t end = address + bytes;
+  uintptr_t covered = address;  // [address, covered) is known to be readable
+  char line[512];
+  bool ok = false;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    uintptr_t lo = 0, hi = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s", &lo, &hi, perms) != 3) continue;
+    if (hi <= covered) continue;
+    if (lo > covered || perms[0] != 'r') break;  // a gap, or a part that cannot be read
+    covered = hi;
+    if (covered >= end) {
+      ok = true;
+      break;
+    }
+  }
+  std::fclose(f);
+  return ok;
+}
+
 // A Python callable run with the GIL held (MeasurePaired runs without it); Ctrl-C is checked after each call.
 template <typename... Args>
 std::function<void(Args...)> WithGil(const py::object& fn) {
@@ -262,6 +290,9 @@ void RegisterPaired(py::module_& m) {
         "problem. dtype and shape must match; integers/booleans exactly; floats within rtol·|e| + "
         "atol_rms·rms(e) (the absolute part scales with the reference's magnitude, so an all-zeros output "
         "fails), at least min_ok_ratio of the elements, and no NaN/Inf where the reference is finite.");
+  m.def("readable", &Readable, py::arg("address"), py::arg("bytes"),
+        "True when the bytes [address, address + bytes) of this process are mapped with read permission "
+        "(/proc/self/maps), so reading them cannot fault.");
   m.def("equal", &Equal, py::arg("a"), py::arg("b"),
         "True when two contiguous buffers have the same type, shape and bytes.");
   m.def(

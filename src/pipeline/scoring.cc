@@ -289,8 +289,13 @@ class Converter {
       return std::move(r_);
     }
     if (timing_verdict_ && options_.performance->status != EvalStatus::kCorrect && problems_.empty()) {
-      // The timed calls were not trustworthy (or only noisy): that, not "correct", is the verdict.
+      // The timed calls were not trustworthy (or only noisy): that, not "correct", is the verdict — and the log,
+      // which said "correct, great job" after the correctness run, says so (stranger test, 2026-12-05).
       SetStatus(r_, options_.performance->status, options_.performance->detail);
+      if (!IsCorrectFamily(options_.performance->status)) {
+        r_.eval_log += "But the timed calls did not hold: " + std::string(EvalStatusName(options_.performance->status)) +
+                       ": " + options_.performance->detail + "\n";
+      }
       r_.correctness = IsCorrectFamily(r_.status);
       return std::move(r_);
     }

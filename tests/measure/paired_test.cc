@@ -132,13 +132,48 @@ TEST(MeasurePaired, ACheckProblemEndsTheMeasurement) {
   PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(900); }, nullptr, nullptr};
   int checks = 0;
   PairedResult r = MeasurePaired(cand, ref, Fast(), [&](int64_t) -> std::optional<std::string> {
-    return ++checks == 2 ? std::optional<std::string>("output differs") : std::nullopt;
+    return ++checks == 3 ? std::optional<std::string>("output differs") : std::nullopt;  // the probe's is the first
   }, m.clock());
   EXPECT_EQ(r.stop, "check");
   ASSERT_TRUE(r.problem);
   EXPECT_EQ(*r.problem, "output differs");
   EXPECT_EQ(r.rounds, 2);
   EXPECT_EQ(r.checked_rounds, 2);
+}
+
+// Regression (stranger test, 2026-12-05): the probe round that sizes the batches was never checked, so a candidate
+// that returned garbage in 90 µs there got several calls per sample on the same values, and a one-entry output
+// cache hit in the later calls of each sample (4.97x for a 2.7x kernel). The probe is checked, with its load 1.
+TEST(MeasurePaired, TheProbeRoundIsCheckedBeforeItSizesTheBatches) {
+  FakeMachine m;
+  int calls = 0;
+  PairedSide cand{nullptr, [&] { m.t += std::chrono::microseconds(++calls <= 2 ? 90 : 1000); }, nullptr, nullptr};
+  PairedSide ref{nullptr, [&] { m.t += std::chrono::microseconds(3000); }, nullptr, nullptr};
+  std::vector<int64_t> loads;
+  PairedResult r = MeasurePaired(cand, ref, Fast(), [&](int64_t load) -> std::optional<std::string> {
+    loads.push_back(load);
+    return calls <= 2 ? std::optional<std::string>("output_changed_under_timing: garbage") : std::nullopt;
+  }, m.clock());
+  EXPECT_EQ(loads, std::vector<int64_t>{1});
+  EXPECT_EQ(calls, 2);  // no batch was sized, no warm-up ran
+  EXPECT_EQ(r.stop, "check");
+  ASSERT_TRUE(r.problem);
+  EXPECT_EQ(*r.problem, "output_changed_under_timing: garbage");
+  EXPECT_EQ(r.rounds, 1);
+  EXPECT_EQ(r.checked_rounds, 1);
+  ASSERT_EQ(r.ratios.size(), 1u);
+  EXPECT_NEAR(r.ratios[0], 3000.0 / 90.0, 1e-6);
+  // A probe that passes: the measured rounds' checks follow, the first three with loads 2 × round + 1.
+  FakeMachine m2;
+  loads.clear();
+  MeasurePaired(ref, ref, Fast(), [&](int64_t load) -> std::optional<std::string> {
+    loads.push_back(load);
+    return std::nullopt;
+  }, m2.clock());
+  ASSERT_GE(loads.size(), 4u);
+  EXPECT_EQ(loads[0], 1);
+  EXPECT_EQ(loads[1] % 2, 1);
+  EXPECT_GT(loads[1], 1);
 }
 
 TEST(MeasurePaired, OrderIsRandomisedPerRoundAndPrepareSeesTheRound) {

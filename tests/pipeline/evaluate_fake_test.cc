@@ -497,6 +497,16 @@ TEST_F(EvaluateFake, PairedTimingVerdictsDecideTheStatus) {
     EXPECT_EQ(ev.result.perf_score, c.perf) << c.status;
     EXPECT_NE(ev.result.status_detail.find(std::string("because ") + c.status), std::string::npos)
         << ev.result.status_detail;
+    // The log said "correct, great job" after the correctness run; a timing verdict that overturns it is said
+    // under it (stranger test, 2026-12-05); noisy is still correct.
+    const size_t held = ev.result.eval_log.find("But the timed calls did not hold: ");
+    if (c.expected == EvalStatus::kNoisy) {
+      EXPECT_EQ(held, std::string::npos) << ev.result.eval_log;
+    } else {
+      ASSERT_NE(held, std::string::npos) << ev.result.eval_log;
+      EXPECT_NE(ev.result.eval_log.find(std::string(c.status) + ": because " + c.status, held), std::string::npos)
+          << ev.result.eval_log;
+    }
   }
 }
 

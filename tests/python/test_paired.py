@@ -237,3 +237,29 @@ def test_every_load_gets_new_values_the_same_on_both_sides(make, period):
     written = torch.as_tensor(cand.inputs[0])
     written[(0,) * written.dim()] += 1.0  # a write into the candidate's input after its load
     assert values.unchanged(cand, 5) == 0 and values.unchanged(ref, 5) is None
+
+
+@pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")
+def test_an_output_in_unreadable_memory_is_suspicious_before_it_is_read():
+    """Regression (stranger test, 2026-12-05): a candidate returned an output on PROT_NONE pages and computed it in a
+    SIGSEGV handler when the check first read it, so unchecked calls did no work: 9.07x for a 2.7x kernel, `noisy`.
+    The check looks at the output's mappings (/proc/self/maps) before reading it."""
+    import mmap
+
+    import numpy as np
+
+    from kernelfoundry import _measure, paired
+
+    paired.TORCH.capture()
+    locked = mmap.mmap(-1, 1 << 20, prot=0)  # PROT_NONE
+    lazy = np.frombuffer(locked, dtype=np.float32)  # no byte is read to make the array
+    problem = paired._unreadable_output((torch.zeros(4), torch.from_numpy(lazy)))
+    assert problem is not None and problem.startswith("suspicious: output 1 of the candidate was not readable")
+    assert paired._unreadable_output(lazy[1000:2000:3]) is not None  # a strided view into it too
+    fine = torch.randn(64, 64)
+    assert paired._unreadable_output([fine, fine.t(), fine[::2], np.ones(3)]) is None
+    assert _measure.readable(fine.data_ptr(), fine.numel() * 4)
+    assert not _measure.readable(4096, 8)  # the first pages are never mapped
+    assert paired._unreadable_output(torch.zeros(0)) is None
+    del lazy
+    locked.close()

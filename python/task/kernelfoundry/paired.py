@@ -50,6 +50,7 @@ _measure_paired = _measure.measure_paired
 _judge_paired = _measure.judge_paired
 _compare = _measure.compare
 _equal = _measure.equal
+_readable = _measure.readable
 _measure_loop = _measure.measure
 _isnan = math.isnan
 _os_open, _os_read, _os_close, _O_RDONLY = os.open, os.read, os.close, os.O_RDONLY
@@ -384,6 +385,34 @@ def _same_values(a: list, b: list) -> bool:
     return all(_equal(_as_buffer(x), _as_buffer(y)) for x, y in zip(a, b))
 
 
+def _extent(x: Any) -> tuple:
+    """(address, bytes) of the memory a CPU tensor or array spans (its strides included); bytes 0 when empty or not
+    in this process's memory (a device tensor)."""
+    if _is_tensor(x):
+        if x.device.type != "cpu" or x.numel() == 0:
+            return 0, 0
+        span = 1 + sum((n - 1) * abs(st) for n, st in zip(x.shape, x.stride()))
+        low = x.data_ptr() - sum((n - 1) * st for n, st in zip(x.shape, x.stride()) if st < 0) * x.element_size()
+        return low, span * x.element_size()
+    if x.size == 0:
+        return 0, 0
+    low, high = _np().byte_bounds(x)
+    return low, high - low
+
+
+def _unreadable_output(out: Any) -> Optional[str]:
+    """Why an output of the candidate cannot be read without a fault, or None. An output whose pages were not
+    readable and got computed by a fault handler on first read did its work in the check, outside every timed call
+    (stranger test, 2026-12-05: PROT_NONE pages and a SIGSEGV handler, 9.07x for a 2.7x kernel, `noisy`)."""
+    for i, x in enumerate(leaves(out)):
+        address, size = _extent(x)
+        if size and not _readable(address, size):
+            return (f"suspicious: output {i} of the candidate was not readable memory when it was checked (pages "
+                    "without read permission or not mapped): an output computed when first read is computed outside "
+                    "the timed calls")
+    return None
+
+
 def _inputs_match(cand: Capture, ref: Capture) -> Optional[str]:
     if len(cand.inputs) != len(ref.inputs):
         return f"the two sides pass {len(cand.inputs)} and {len(ref.inputs)} arrays"
@@ -427,6 +456,9 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
             changed = values.unchanged(cand, load)
             if changed is not None and values.unchanged(ref, load) is None:
                 return f"input_mutated: input {changed} was written by the candidate during a timed call"
+        unreadable = _unreadable_output(cand.out)
+        if unreadable:
+            return unreadable
         if ref.last != cand.last and cand.last >= 0:  # rotating sets: the reference's output for the same set
             ref.call_set(cand.last)
         problem = compare_outputs(cand.out, ref.out, opts)
