@@ -307,10 +307,9 @@ class _Values:
         contiguous = (lambda x: x.is_contiguous()) if _is_tensor(src) else (lambda x: x.flags.c_contiguous)
         if n < 2 * _PERIOD_MIN or not (contiguous(dst) and contiguous(src)):
             return 0
-        key = n
-        if key not in self._periods:
-            self._periods[key] = next((d for d in range(min(_TABLE, n // 2), _PERIOD_MIN - 1, -1) if n % d == 0), 0)
-        return self._periods[key]
+        if n not in self._periods:
+            self._periods[n] = next((d for d in range(min(_TABLE, n // 2), _PERIOD_MIN - 1, -1) if n % d == 0), 0)
+        return self._periods[n]
 
     def _window(self, x: Any, offset: int, length: int) -> Any:
         """`length` factors for `x` (its dtype, device): the table's elements from `offset` on (a flat window)."""
@@ -391,9 +390,8 @@ def _extent(x: Any) -> tuple:
     if _is_tensor(x):
         if x.device.type != "cpu" or x.numel() == 0:
             return 0, 0
-        span = 1 + sum((n - 1) * abs(st) for n, st in zip(x.shape, x.stride()))
-        low = x.data_ptr() - sum((n - 1) * st for n, st in zip(x.shape, x.stride()) if st < 0) * x.element_size()
-        return low, span * x.element_size()
+        span = 1 + sum((n - 1) * st for n, st in zip(x.shape, x.stride()))  # torch strides are never negative
+        return x.data_ptr(), span * x.element_size()
     if x.size == 0:
         return 0, 0
     low, high = _np().byte_bounds(x)
