@@ -11,9 +11,10 @@ the same pages. Commands go over a dedicated pipe pair as JSON lines (never pick
 untrusted and must not be able to run code in the checker); the executor's stdout/stderr are the checker's, so
 what candidate code prints lands in the test's log, never in the protocol or kf's result pipe (not inherited).
 
-Calls. ``proxy(*args)`` copies every tensor argument into a slot (contiguous; CPU tensors only), runs the call,
-copies the slots back into the caller's tensors (an input the callee modified is seen modified, as in a local
-call) and returns a copy of the output (a tensor, or a list/tuple of tensors). For timing, ``proxy.bind(args,
+Calls. ``proxy(*args)`` copies every tensor argument into a slot (CPU tensors only; a strided view keeps its
+strides, so the callee sees the layout the caller passed) and every numpy array, runs the call, copies the slots
+back into the caller's tensors (an input the callee modified is seen modified, as in a local call) and returns a
+copy of the output (a tensor, or a list/tuple of tensors). For timing, ``proxy.bind(args,
 kwargs)`` returns a ``Bound`` call whose inputs stay resident in the slots: ``bound.inputs`` are the checker's
 tensors over those pages (write fresh values into them; read them back to see a mutation), ``bound.call()`` is
 one round trip that leaves the output in the executor, ``bound.output()`` copies that output over. A round trip
@@ -28,11 +29,19 @@ Work after returning. The executor's CPU time is its kernel CPU clock (``cpu_sec
 until the executor is idle — the quiet rule every paired side uses, in C++ (``kernelfoundry._measure.wait_quiet``)
 — and returns the CPU it used since the last reply: work left running in a background thread after the reply.
 
-Privileges. Before it imports its target the executor empties its Linux capability sets and enters a Landlock
-domain of its own (``drop_capabilities``): candidate code cannot ptrace the checker or open /proc/<checker>/mem,
-whether the test runs as root or, sandboxed, under the same uid as the checker.
+Host executors. ``Executor("@modules", cwd)`` imports nothing until asked: kernelfoundry.isolation imports the
+candidate's modules there (``request("import", …)``) and uses their functions, classes and objects through
+handles (``invoke``, ``request("attr" | "setattr" | "dir" | "iter", …)``); outputs may then also be dicts,
+numpy arrays and scalars, dtypes, devices, and objects (``Executor.make_remote``). The executor's side is
+kernelfoundry.executor_serve.
 
-Failure. An exception in the callee raises ``ExecutorError`` with its type and message. When the executor dies
+Privileges. Before it imports its target the executor empties its Linux capability sets and enters a Landlock
+domain of its own (``drop_capabilities``, kernelfoundry.executor_serve): candidate code cannot ptrace the checker
+or open /proc/<checker>/mem, whether the test runs as root or, sandboxed, under the same uid as the checker, and
+(Linux 6.12 and later) cannot signal it.
+
+Failure. An exception in the callee raises ``ExecutorError`` with its type and message (a host executor raises
+the builtin exception type the callee raised, ValueError or AttributeError say, with its message). When the executor dies
 (a crash of candidate code), the checker ends with the same signal — the verdict is the one an in-process crash
 gets — after saying so on stderr. ``close()`` (also at exit) kills the executor; it dies with the checker
 (PR_SET_PDEATHSIG) and is in the checker's process group (kf's timeouts kill both). A session fixture should
@@ -43,6 +52,7 @@ paired measurement, on the reference side, still calls it.
 from __future__ import annotations
 
 import atexit
+import builtins
 import json
 import mmap
 import os
@@ -54,6 +64,9 @@ import time
 from typing import Any, Optional
 
 from . import _measure, fork_server
+from .executor_serve import drop_capabilities, enter_own_landlock_domain  # noqa: F401 — the executor's privilege drop
+from .executor_serve import dtype_name as _dtype_name
+from .executor_serve import serve as _serve  # noqa: F401 — the executor's entry point (zygote, fork server)
 
 _process_cpu_seconds = _measure.process_cpu_seconds
 _wait_quiet = _measure.wait_quiet
@@ -78,8 +91,22 @@ def _torch():
     return torch
 
 
-def _dtype_name(dtype: Any) -> str:
-    return str(dtype).replace("torch.", "")
+def _numpy_array(value: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, np.ndarray)
+
+
+def _strided_span(t: Any) -> Optional[int]:
+    """None for a contiguous tensor; else the number of elements from its first to its last one in memory (torch
+    strides are never negative), which the slot then holds, the callee seeing the same strides."""
+    if t.is_contiguous():
+        return None
+    span = 1
+    for size, stride in zip(t.shape, t.stride()):
+        if size == 0:
+            return 0
+        span += (size - 1) * stride
+    return span
 
 
 class _Slot:
@@ -95,22 +122,40 @@ class _Slot:
         finally:
             os.close(fd)
 
-    def tensor(self, shape: tuple, dtype: Any):
+    def tensor(self, shape: tuple, dtype: Any, stride: Optional[tuple] = None, span: int = 0):
+        """A tensor over the slot's bytes: contiguous, or with `stride` over `span` elements."""
         torch = _torch()
+        count = span
+        if stride is None:
+            count = 1
+            for d in shape:
+                count *= int(d)
+        flat = torch.frombuffer(self.map, dtype=torch.uint8, count=self.nbytes)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        view = flat[: count * itemsize].view(dtype)
+        return view.view(shape) if stride is None else view.as_strided(shape, stride)
+
+    def array(self, shape: tuple, dtype: Any):
+        """A numpy array over the slot's bytes."""
+        np = sys.modules["numpy"]
         count = 1
         for d in shape:
             count *= int(d)
-        flat = torch.frombuffer(self.map, dtype=torch.uint8, count=self.nbytes)
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        return flat[: count * itemsize].view(dtype).view(shape)
+        return np.frombuffer(self.map, dtype=dtype, count=count).reshape(shape)
 
 
 class Bound:
     """A call whose tensor arguments are resident in shared memory (see the module comment)."""
 
-    def __init__(self, executor: "Executor", spec: list, kwspec: dict, inputs: list):
+    def __init__(self, executor: "Executor", spec: list, kwspec: dict, inputs: list, obj: Optional[int] = None,
+                 grad: Optional[bool] = None):
         self._ex = executor
-        self._line = (json.dumps({"op": "call", "args": spec, "kwargs": kwspec}) + "\n").encode()
+        message: dict = {"op": "call", "args": spec, "kwargs": kwspec}
+        if obj is not None:
+            message["obj"] = obj
+        if grad is not None:
+            message["grad"] = grad
+        self._line = (json.dumps(message) + "\n").encode()
         self.inputs = inputs  # the checker's tensors over the argument slots, in argument order
         self._out_meta: Any = None
 
@@ -126,8 +171,14 @@ class Bound:
 
 
 class Executor:
-    """A callable whose calls run in a child process (see the module comment). `target` is "module:factory";
-    the executor imports `module` (with `cwd` first on sys.path) and calls `factory()` once for the callable."""
+    """A callable whose calls run in a child process (see the module comment). `target` is "module:factory":
+    the executor imports `module` (with `cwd` first on sys.path) and calls `factory()` once for the callable; or
+    "@modules": a host for the candidate's modules (kernelfoundry.isolation), where any object can be held and
+    used through a handle (``request``, ``invoke``; outputs that are not data come back as
+    ``make_remote(executor, description)``)."""
+
+    #: Builds the checker's stand-in for an object held in the executor (set by kernelfoundry.isolation).
+    make_remote: Any = None
 
     def __init__(self, target: str, cwd: Optional[str] = None, threads: Optional[int] = None):
         self.target, self._cwd, self._threads = target, cwd, threads
@@ -196,6 +247,9 @@ class Executor:
         if not isinstance(reply, dict):
             raise ExecutorError(f"executor {self.target}: reply is not an object")
         if "error" in reply:
+            kind = getattr(builtins, str(reply.get("type") or ""), None) if self.target == "@modules" else None
+            if isinstance(kind, type) and issubclass(kind, Exception) and kind.__module__ == "builtins":
+                raise kind(str(reply.get("message", ""))[:4000])  # a builtin type only: no code of theirs runs here
             raise ExecutorError(str(reply["error"])[:4000])
         return reply
 
@@ -231,42 +285,100 @@ class Executor:
         self._pool.setdefault(self._slots[index].nbytes, []).append(index)
 
     def _arg_spec(self, value: Any, taken: list) -> Any:
-        torch = _torch()
-        if torch.is_tensor(value):
+        """The description of one argument (kernelfoundry.executor_serve rebuilds it): tensors and numpy arrays
+        copied into slots of their own (a strided tensor with its strides), containers by item, torch dtypes and
+        devices by name, objects of this executor by handle, plain values as they are. `taken` gets (slot,
+        view, original) for each copy, to copy a write of the callee back."""
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.is_tensor(value):
             if value.device.type != "cpu":
                 raise ExecutorError(f"executor: only CPU tensors can be shared (got one on {value.device})")
             t = value.detach()
-            index = self._take(t.numel() * t.element_size())
-            view = self._slots[index].tensor(tuple(t.shape), t.dtype)
+            span = _strided_span(t)
+            count = t.numel() if span is None else span
+            index = self._take(count * t.element_size())
+            stride = None if span is None else tuple(t.stride())
+            view = self._slots[index].tensor(tuple(t.shape), t.dtype, stride, count)
             view.copy_(t)
             taken.append((index, view, value))
-            return {"slot": self._slots[index].path, "shape": list(t.shape), "dtype": _dtype_name(t.dtype)}
+            spec = {"slot": self._slots[index].path, "shape": list(t.shape), "dtype": _dtype_name(t.dtype)}
+            if stride is not None:
+                spec.update(stride=list(stride), span=count)
+            return spec
+        if _numpy_array(value):
+            index = self._take(value.nbytes)
+            view = self._slots[index].array(value.shape, value.dtype)
+            view[...] = value
+            taken.append((index, view, value))
+            return {"slot": self._slots[index].path, "shape": list(value.shape), "np": value.dtype.str}
+        if getattr(type(value), "_kf_remote", False) and value._kf_executor is self:
+            return {"handle": value._kf_handle}
         if isinstance(value, (list, tuple)):
             return {"seq": [self._arg_spec(v, taken) for v in value], "tuple": isinstance(value, tuple)}
         if value is None or isinstance(value, (bool, int, float, str)):
             return {"value": value}
-        raise ExecutorError(f"executor: cannot pass an argument of type {type(value).__name__}")
+        if isinstance(value, dict) and all(isinstance(k, (str, int)) for k in value):
+            return {"dict": {"keys": list(value), "items": [self._arg_spec(v, taken) for v in value.values()]}}
+        if torch is not None and isinstance(value, torch.dtype):
+            return {"dtype": _dtype_name(value)}
+        if torch is not None and isinstance(value, torch.device):
+            return {"device": str(value)}
+        raise ExecutorError(f"executor: cannot pass an argument of type {type(value).__name__} to the process "
+                            "running the candidate (tensors, numpy arrays, numbers, strings, lists, tuples, dicts)")
 
-    def _bind(self, args: tuple, kwargs: Optional[dict]) -> tuple[Bound, list]:
+    def _bind(self, args: tuple, kwargs: Optional[dict], obj: Optional[int] = None,
+              grad: Optional[bool] = None) -> tuple[Bound, list]:
         taken: list = []
         spec = [self._arg_spec(a, taken) for a in args]
         kwspec = {str(k): self._arg_spec(v, taken) for k, v in (kwargs or {}).items()}
-        return Bound(self, spec, kwspec, [view for _, view, _ in taken]), taken
+        return Bound(self, spec, kwspec, [view for _, view, _ in taken], obj, grad), taken
 
-    def bind(self, args: tuple, kwargs: Optional[dict] = None) -> Bound:
-        """The arguments copied into slots of their own that stay resident (see Bound)."""
-        return self._bind(args, kwargs)[0]
+    def bind(self, args: tuple, kwargs: Optional[dict] = None, obj: Optional[int] = None) -> Bound:
+        """The arguments copied into slots of their own that stay resident (see Bound); `obj`: the executor's
+        object to call (None: the target's callable)."""
+        return self._bind(args, kwargs, obj)[0]
 
     def _fetch(self, meta: Any, path: tuple = ()) -> Any:
-        torch = _torch()
+        """The checker's copy of the executor's last output (or the part of it at `path`), from its
+        description: tensors and arrays copied over through a slot, containers by item, other objects as
+        make_remote's stand-ins (host executors only)."""
         if not isinstance(meta, dict):
             raise ExecutorError("executor: malformed output description")
-        if meta.get("kind") == "seq":
+        kind = meta.get("kind")
+        if kind == "seq":
             items = [self._fetch(m, path + (i,)) for i, m in enumerate(meta.get("items", []))]
             return tuple(items) if meta.get("tuple") else items
-        if meta.get("kind") == "value":
+        if kind == "value":
             return meta.get("value")
+        generic = self.target == "@modules"
+        if generic and kind == "dict":
+            return {k: self._fetch(m, path + (i,)) for i, (k, m) in enumerate(zip(meta["keys"], meta["items"]))}
+        if generic and kind in ("dtype", "device"):
+            torch = _torch()
+            value = getattr(torch, str(meta["name"]), None) if kind == "dtype" else torch.device(str(meta["name"]))
+            if kind == "dtype" and not isinstance(value, torch.dtype):
+                raise ExecutorError(f"executor: unknown dtype {meta['name']!r}")
+            return value
+        if generic and kind == "npscalar":
+            return sys.modules["numpy"].dtype(str(meta["dtype"])).type(meta.get("value"))
+        if generic and kind == "object" and Executor.make_remote is not None:
+            return Executor.make_remote(self, meta)
         shape = tuple(int(d) for d in meta["shape"])
+        if generic and kind == "ndarray":
+            np = sys.modules["numpy"]
+            dtype = np.dtype(str(meta["dtype"]))
+            nbytes = dtype.itemsize
+            for d in shape:
+                nbytes *= d
+            index = self._take(nbytes)
+            try:
+                self._request({"op": "fetch", "path": list(path), "slot": self._slots[index].path, "nbytes": nbytes})
+                return self._slots[index].array(shape, dtype).copy()
+            finally:
+                self._give(index)
+        if kind != "tensor":
+            raise ExecutorError(f"executor: an output of kind {kind!r} is not supported here")
+        torch = _torch()
         dtype = getattr(torch, str(meta["dtype"]), None)
         if not isinstance(dtype, torch.dtype):
             raise ExecutorError(f"executor: unknown output dtype {meta['dtype']!r}")
@@ -283,12 +395,23 @@ class Executor:
 
     # ---- calls ----
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        bound, taken = self._bind(args, kwargs)
+        return self.invoke(None, args, kwargs)
+
+    def invoke(self, obj: Optional[int], args: tuple, kwargs: dict) -> Any:
+        """Calls the executor's object `obj` (None: the target's callable) like a local call: arguments copied
+        in, a write of the callee into an argument copied back into the caller's, the output copied over. Under
+        torch, the call runs with the checker's grad mode."""
+        torch = sys.modules.get("torch")
+        grad = bool(torch.is_grad_enabled()) if torch is not None and self.target == "@modules" else None
+        bound, taken = self._bind(args, kwargs, obj, grad)
         try:
             bound.call()
-            torch = _torch()
-            with torch.no_grad():
-                for _, view, original in taken:
+            for _, view, original in taken:
+                if _numpy_array(original):
+                    if not (view == original).all():
+                        original[...] = view
+                    continue
+                with torch.no_grad():
                     if not torch.equal(view, original.detach()):
                         original.detach().copy_(view)  # the callee modified its input: so does the caller's
             return bound.output()
@@ -296,6 +419,14 @@ class Executor:
             self._request({"op": "forget"})
             for index, _, _ in taken:
                 self._give(index)
+
+    def request(self, op: str, **fields: Any) -> dict:
+        """One request of the protocol (executor_serve) and its reply; raises as a call does."""
+        return self._request({"op": op, **fields})
+
+    def output(self, meta: Any) -> Any:
+        """The checker's copy of the last output, described by `meta` (a reply's "out")."""
+        return self._fetch(meta)
 
     # ---- CPU after returning ----
     def cpu_seconds(self) -> float:
@@ -327,148 +458,4 @@ class Executor:
         except OSError:
             pass
 
-
-# ---- the executor process ----
-
-#: SYS_capset by machine (asm/unistd.h); elsewhere capabilities are left as they are.
-_SYS_CAPSET = {"x86_64": 126, "aarch64": 91, "ppc64le": 184, "s390x": 185}
-
-
-def drop_capabilities() -> bool:
-    """Empties this process's Linux capability sets and bounding set and sets no_new_privs, as the native SDK's
-    executor does (kernelfoundry/sdk/remote.hpp): candidate code then cannot ptrace the checker or open
-    /proc/<checker>/mem even as root (the kernel's ptrace check wants the tracer's capabilities to cover the
-    target's), nor regain privileges through a set-uid program. Returns whether the sets were emptied."""
-    import ctypes  # noqa: PLC0415
-    import platform  # noqa: PLC0415
-    import struct  # noqa: PLC0415
-
-    number = _SYS_CAPSET.get(platform.machine())
-    libc = ctypes.CDLL(None, use_errno=True)
-    for cap in range(64):
-        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; fails harmlessly past the last capability
-    done = False
-    if number is not None:
-        header = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0), 8)  # _LINUX_CAPABILITY_VERSION_3
-        data = ctypes.create_string_buffer(24)  # two {effective, permitted, inheritable}, all zero
-        done = libc.syscall(ctypes.c_long(number), header, data) == 0
-    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-    enter_own_landlock_domain()
-    return done
-
-
-def enter_own_landlock_domain() -> bool:
-    """Puts this process in a Landlock domain of its own, nested in the checker's: the kernel then refuses it
-    ptrace access to every process outside that domain — the checker included, under the same uid (issue 25:
-    test processes run as the sandbox user, so capabilities no longer tell the two apart) — so it cannot open
-    /proc/<checker>/mem, environ or fd. The layer restricts nothing else (it only forbids making block devices,
-    which nothing may). Needs no_new_privs. Returns whether the layer was added (False without Landlock)."""
-    import ctypes  # noqa: PLC0415
-    import struct  # noqa: PLC0415
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    attr = ctypes.create_string_buffer(struct.pack("=Q", 1 << 11), 8)  # LANDLOCK_ACCESS_FS_MAKE_BLOCK
-    fd = libc.syscall(444, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))  # landlock_create_ruleset
-    if fd < 0:
-        return False
-    try:
-        return libc.syscall(446, ctypes.c_int(fd), ctypes.c_uint32(0)) == 0  # landlock_restrict_self
-    finally:
-        os.close(fd)
-
-
-def _build(spec: Any, maps: dict, torch: Any) -> Any:
-    if "slot" in spec:
-        path = spec["slot"]
-        if path not in maps:
-            fd = os.open(path, os.O_RDWR)
-            try:
-                maps[path] = mmap.mmap(fd, os.fstat(fd).st_size)
-            finally:
-                os.close(fd)
-        m = maps[path]
-        dtype = getattr(torch, spec["dtype"])
-        shape = tuple(spec["shape"])
-        count = 1
-        for d in shape:
-            count *= int(d)
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        return torch.frombuffer(m, dtype=torch.uint8, count=len(m))[: count * itemsize].view(dtype).view(shape)
-    if "seq" in spec:
-        items = [_build(s, maps, torch) for s in spec["seq"]]
-        return tuple(items) if spec.get("tuple") else items
-    return spec.get("value")
-
-
-def _describe(out: Any, torch: Any) -> dict:
-    if torch.is_tensor(out):
-        if out.device.type != "cpu":
-            raise ExecutorError(f"the output is on {out.device}; only CPU outputs are supported")
-        return {"kind": "tensor", "shape": list(out.shape), "dtype": _dtype_name(out.dtype)}
-    if isinstance(out, (list, tuple)):
-        return {"kind": "seq", "items": [_describe(o, torch) for o in out], "tuple": isinstance(out, tuple)}
-    if out is None or isinstance(out, (bool, int, float, str)):
-        return {"kind": "value", "value": out}
-    raise ExecutorError(f"the output is a {type(out).__name__}; a tensor (or a list/tuple of them) is expected")
-
-
-def _serve(argv: list) -> None:
-    cmd_fd, rep_fd, target, cwd, threads = int(argv[0]), int(argv[1]), argv[2], argv[3], int(argv[4])
-    try:  # die with the checker
-        import ctypes  # noqa: PLC0415
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() == 1:
-        return
-    drop_capabilities()
-    sys.path.insert(0, cwd)
-    import importlib  # noqa: PLC0415
-
-    torch = _torch()
-    if threads > 0:
-        torch.set_num_threads(threads)
-    maps: dict = {}
-    built: dict = {}
-    fn = None
-    out: Any = None
-
-    def reply(message: dict) -> None:
-        data = (json.dumps(message) + "\n").encode()
-        while data:
-            data = data[os.write(rep_fd, data):]
-
-    for line in os.fdopen(cmd_fd, "rb"):
-        try:
-            msg = json.loads(line)
-            op = msg["op"]
-            if op == "ready":
-                module, _, factory = target.partition(":")
-                fn = getattr(importlib.import_module(module), factory)()
-                reply({})
-            elif op == "call":
-                if line not in built:
-                    built = {line: ([_build(a, maps, torch) for a in msg["args"]],
-                                    {k: _build(v, maps, torch) for k, v in msg["kwargs"].items()})}
-                args, kwargs = built[line]
-                out = None
-                out = fn(*args, **kwargs)
-                reply({"out": _describe(out, torch)})
-            elif op == "fetch":
-                value = out
-                for i in msg["path"]:
-                    value = value[i]
-                dst = _build({"slot": msg["slot"], "shape": list(value.shape),
-                              "dtype": _dtype_name(value.dtype)}, maps, torch)
-                dst.copy_(value.detach())
-                reply({})
-            elif op == "forget":
-                out = None
-                built = {}
-                reply({})
-            else:
-                reply({"error": f"unknown op {op!r}"})
-        except BaseException as e:  # noqa: BLE001 — every failure of the callee is the checker's to judge
-            reply({"error": f"{type(e).__name__}: {e}"})
 
