@@ -134,6 +134,8 @@ struct VariantRun {
   /// The candidate's paired timing against the reference (PhaseRun::timing, with the conditions of the run:
   /// threads, allocator settings, load before/after); nullopt when the variant was timed alone.
   std::optional<PairedTiming> timing;
+  /// Where the candidate's code ran in its correctness run (PhaseRun::candidate_process); empty: not reported.
+  std::string candidate_process;
 };
 
 /// What the build stage did. nullopt = that target was not built (no build step, or not wanted).

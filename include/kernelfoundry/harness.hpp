@@ -163,6 +163,11 @@ struct TestRequest {
   /// Paired timing options (kernelfoundry.paired.DEFAULTS keys: budget_s, target_rel_half_width, …) from
   /// config eval_config.timing; an object.
   Json timing_options = Json::object();
+  /// Correctness runs of a candidate variant on the host: the candidate's modules run in a process of their own,
+  /// never in the test process that computes the reference and checks (pytest: --kf-isolate,
+  /// kernelfoundry.isolation; config eval_config.candidate_process). The native harness ignores it (its tasks
+  /// declare their executor, sdk/remote.hpp).
+  bool isolate_candidate = false;
 };
 
 /// The result of one correctness or performance run.
@@ -184,6 +189,9 @@ struct PhaseRun {
   /// A paired performance run: its timing records and conditions as the test run reported them
   /// (kernelfoundry/paired_record.hpp); nullopt otherwise. Benchmarks the run could not pair have paired = false.
   std::optional<PairedTiming> timing;
+  /// Where the candidate's code ran, as the test run reported it ("executor (module, …)" or "test process:
+  /// <why>", kernelfoundry.isolation.report); empty when the run did not say.
+  std::string candidate_process;
 };
 
 /// The interface every harness implements. Stateless; thread-safe.

@@ -142,6 +142,7 @@ class PytestHarness final : public Harness {
     } else if (req.variant.reference) {
       o.argv.push_back("--ref");
     }
+    if (req.isolate_candidate && !req.variant.reference) o.argv.push_back("--kf-isolate");
     if (req.variant.template_params) {
       o.argv.push_back("--is_templated");
       o.argv.push_back("--template_params=" + DumpJson(*req.variant.template_params));
@@ -179,6 +180,10 @@ class PytestHarness final : public Harness {
       JudgePerformanceRun(*report, req.expected_tests, paired, RuntimeKey, &out);
     }
     if (report) AttachBuildError(*report, &out.result);
+    if (report) {
+      const auto where = report->document.find("candidate_process");
+      if (where != report->document.end() && where->is_string()) out.candidate_process = where->get<std::string>();
+    }
     MarkFailureForWire(out.verdict, &out.result);
     return out;
   }

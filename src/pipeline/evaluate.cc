@@ -3,6 +3,7 @@
 // the reference (nothing to compare), a failed reference build is a typed verdict (reference_failed), not
 // an assertion, and a reference-only run returns a verdict (B20).
 #include <chrono>
+#include <set>
 
 #include "core/strings.hpp"
 #include "kernelfoundry/blocks.hpp"
@@ -45,6 +46,29 @@ void Finish(Evaluation& ev, Clock::time_point t0) {
   NoteIsolation(ev.result, limits ? &*limits : nullptr);
   ev.wall_s = SecondsSince(t0);
   ev.combined_score = ev.result.perf_score >= 0 ? ComputePerformanceScore(ev.result) : -1;
+}
+
+// Where the candidate's code ran (result.isolation.candidate_process): in its correctness runs, as their reports
+// say (one value, or one per "arch variant" when they differ; kernelfoundry.isolation), and in its timed runs,
+// which pair it with the reference in one test process.
+void NoteCandidateProcess(EvalResult& r, const TestStageResult& tests) {
+  Json per_run = Json::object();
+  std::set<std::string> values;
+  bool timed = false;
+  for (const auto& [arch, runs] : tests.per_arch) {
+    for (const auto& [key, run] : runs) {
+      if (key == "reference") continue;
+      timed = timed || run.result.performance_result.has_value();
+      if (run.candidate_process.empty()) continue;
+      per_run[arch + " " + key] = run.candidate_process;
+      values.insert(run.candidate_process);
+    }
+  }
+  if (values.empty() && !timed) return;
+  if (!r.isolation.is_object()) r.isolation = Json::object();
+  Json& where = r.isolation["candidate_process"];
+  where["correctness"] = values.size() == 1 ? Json(*values.begin()) : values.empty() ? Json(nullptr) : per_run;
+  if (timed) where["timing"] = "test process (paired with the reference)";
 }
 
 // The verdict of an evaluation cancelled at `where`.
@@ -277,6 +301,7 @@ Evaluation Evaluate(const Task& task, const std::optional<BlockUpdate>& candidat
     if (key == "reference") ev.task.test_result_reference = merged;
   }
   Finish(ev, t0);
+  NoteCandidateProcess(ev.result, tests);
   return ev;
 }
 

@@ -150,6 +150,20 @@ TimedConditions TimedConditionsFromConfig(const Json& config) {
   return c;
 }
 
+// Whether correctness runs keep the candidate's code out of the test process (eval_config.candidate_process:
+// executor, the default, or test_process). Regression (2026-12-05): in one process with the reference, a bias_relu
+// candidate that returned zeros and set torch.relu to return zeros too scored `correct` at 3.5x; with its module in
+// an executor (kernelfoundry.isolation) the same candidate is value_mismatch. test_process is for tasks whose
+// tests need the candidate's objects in the test process (autograd through it, isinstance on its classes).
+bool IsolateCandidate(const Json& config) {
+  const std::string where = ConfigView(config).String("eval_config.candidate_process", "executor");
+  if (where != "executor" && where != "test_process") {
+    throw Error(ErrorKind::kInvalidArgument, "expected executor or test_process, got '" + where + "'", "config.yaml",
+                "eval_config.candidate_process");
+  }
+  return where == "executor";
+}
+
 // The keys of eval_config.timing that no PairedOptions reader checks (the pytest plugin's own and the pipeline's:
 // kernelfoundry/timing_keys.hpp), checked here before anything is built; any key that neither kf nor the plugin
 // knows is refused too. Regression (stranger test, 2026-12-03): `output_rtol: -1` was built and
@@ -411,6 +425,7 @@ void ValidateTestConfig(const Task& task) {
                 "config.yaml", "eval_config");
   }
   TimedConditionsFromConfig(task.config);
+  (void)IsolateCandidate(task.config);
   TimingOptions(task, HarnessLimits::FromConfig(task.config));
   // The profile flags too: the profile stage reads them only after the timing, so a mistyped one would cost a
   // whole evaluation first (or, without a profiler pass, never be noticed).
@@ -426,6 +441,7 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
     runtime_params = task.hyperparameters["runtime"];
   }
   const TimedConditions conditions = TimedConditionsFromConfig(task.config);
+  const bool isolate = IsolateCandidate(task.config);
   std::map<std::string, std::string> env = conditions.env;
   env["KF_CACHE_DIR"] = std::filesystem::absolute(DefaultCacheDir()).string();
   if (std::string m = MeasureOptionsJson(task.config); !m.empty()) env["KERNELFOUNDRY_MEASURE_OPTIONS"] = m;
@@ -468,8 +484,16 @@ TestStageResult RunTestStage(const Harness& harness, const Task& task, const std
       if (!lease.held()) break;
       TestRequest req = request(variant);
       req.expected_tests = task.correctness_tests;
+      // The candidate's modules in an executor: on the host only (the executor shares CPU tensors).
+      req.isolate_candidate = isolate && !variant.reference && DeviceSlots::DeviceOf(arch) == "host";
       PhaseRun c = RunPhase(options, Phase::kCorrectness, req, [&] { return harness.Correctness(req); });
       VariantRun run;
+      run.candidate_process = std::move(c.candidate_process);
+      if (run.candidate_process.empty() && !variant.reference && !req.isolate_candidate &&
+          harness.Name() == "pytest") {
+        run.candidate_process = !isolate ? "test process: eval_config.candidate_process is test_process"
+                                         : "test process: the run is on " + arch + ", not the host";
+      }
       run.result.correctness_result = std::move(c.result);
       run.correctness = std::move(c.verdict);
       run.correctness_s = c.wall_s;

@@ -296,7 +296,9 @@ TEST_F(PyScale, TestStageConfigIsCheckedBeforeAnyBuild) {
       {"timing", Json{{"l2_flush", "yes"}}},
       // Regression (2026-12-05): a YAML line `threads:1` (no space) under `profile_original_model: false` makes it
       // the string "false threads:1"; kf run and kf validate took it.
-      {"profile_original_model", Json("false threads:1")}, {"profile_custom_model", Json(0)}};
+      {"profile_original_model", Json("false threads:1")}, {"profile_custom_model", Json(0)},
+      // 2026-12-05: where the candidate runs in correctness runs (executor or test_process).
+      {"candidate_process", Json("sandbox")}, {"candidate_process", Json(true)}};
   for (const auto& [field, value] : bad) {
     Task task = task_;
     Json config = task.config;

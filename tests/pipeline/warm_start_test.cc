@@ -4,7 +4,9 @@
 // starts them cold.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "harness/isolation.hpp"
 #include "harness/warm_start.hpp"
@@ -113,10 +115,15 @@ class WarmStart : public ::testing::Test {
   void SetUp() override {
     testing::UseTestCache();
     dir_ = tmp_.path() / "py_scale";
+    Write("");
+  }
+  // (Re)writes the task with `eval_config_extra` (YAML lines under eval_config) and loads it.
+  void Write(const std::string& eval_config_extra) {
     testing::WritePyScaleTask(dir_, "task_name: py_scale\njob_name: warm\ntask_origin: custom\nlanguage: python\n"
                                     "gpu_arch: cpu\nhas_build_step: false\nhas_reference_build_step: false\n"
                                     "test_reference: true\ntest_timeout: 120\n"
-                                    "eval_config:\n  timing: {processes: 1, budget_s: 1}\n");
+                                    "eval_config:\n  timing: {processes: 1, budget_s: 1}\n" +
+                                        eval_config_extra);
     task_ = testing::LoadTestTask(dir_);
   }
   Evaluation Run(const std::string& code) {
@@ -151,8 +158,11 @@ TEST_F(WarmStart, OffStartsEveryTestProcessCold) {
 // ContainSelf, via kernelfoundry._contain) and drops the host side: what a warm test process sees of its
 // containment — ids, capabilities, no_new_privs, every resource limit, its cgroup, session, Landlock's refusals —
 // and of kf's host-side Python equals what a cold one sees, and neither can import a host module.
+// (The candidate is kept in the test process here, eval_config.candidate_process: test_process, so that the
+// fingerprint is the test process's; the next test fingerprints the executor that holds it by default.)
 TEST_F(WarmStart, AWarmTestProcessIsContainedExactlyLikeAColdOneAndSeesNoHostModule) {
   if (!CgroupTreeContainment()) GTEST_SKIP() << "warm starts need a cgroup v2 per run";
+  Write("  candidate_process: test_process\n");
   Evaluation warm = Run(kFingerprintCandidate);
   Json w = FingerprintOf(warm);
   ASSERT_TRUE(w.is_object()) << warm.result.eval_log;
@@ -185,6 +195,30 @@ TEST_F(WarmStart, AWarmTestProcessIsContainedExactlyLikeAColdOneAndSeesNoHostMod
       EXPECT_EQ((*fp)["writes"]["dev_new"], "PermissionError:13");
       EXPECT_EQ((*fp)["status"]["NoNewPrivs"], "1");
     }
+  }
+}
+
+// By default the candidate's module is imported in an executor (kernelfoundry.isolation), not in the test process:
+// its fingerprint is that of a process started by the test process (KF_EXECUTOR set), with the same ids,
+// capabilities, no_new_privs, seccomp, limits, cgroup and refusals, and no more of kf's host side.
+TEST_F(WarmStart, TheCandidatesExecutorIsContainedLikeTheTestProcess) {
+  if (!CgroupTreeContainment()) GTEST_SKIP() << "warm starts need a cgroup v2 per run";
+  Evaluation isolated = Run(kFingerprintCandidate);
+  Json e = FingerprintOf(isolated);
+  ASSERT_TRUE(e.is_object()) << isolated.result.eval_log;
+  Write("  candidate_process: test_process\n");
+  Evaluation in_test = Run(kFingerprintCandidate);
+  Json t = FingerprintOf(in_test);
+  ASSERT_TRUE(t.is_object()) << in_test.result.eval_log;
+  // The executor's environment: the test process's (or less) and KF_EXECUTOR, which marks it.
+  const auto names = [](const Json& fp) { return fp["env_names"].get<std::set<std::string>>(); };
+  std::set<std::string> executor_env = names(e), test_env = names(t);
+  EXPECT_EQ(executor_env.erase("KF_EXECUTOR"), 1u) << "the candidate ran in the test process: " << e.dump();
+  EXPECT_EQ(test_env.count("KF_EXECUTOR"), 0u) << t.dump();
+  EXPECT_TRUE(std::includes(test_env.begin(), test_env.end(), executor_env.begin(), executor_env.end())) << e.dump();
+  for (const char* key : {"ids", "status", "rlimits", "cgroup", "writes", "host_imports", "host_on_path",
+                          "host_modules", "pythonpath"}) {
+    EXPECT_EQ(e[key], t[key]) << "differs: " << key;
   }
 }
 

@@ -139,7 +139,10 @@ def test_slower_candidate_has_a_speedup_below_one(task):
     ("in_place", "input_mutated"),                      # the result written into the input
     ("benchmark_shape", "output_changed_under_timing"),  # a fast wrong path only for the benchmark shape
     ("zeros", "output_changed_under_timing"),           # zeros (a low-signal test would pass them)
-    ("patch_checker", "output_changed_under_timing"),   # patched assert_allclose / measure_runtime / timer
+    # Patched assert_allclose / measure_runtime / timer (and zeros returned): since 2026-12-05 the patch itself is
+    # seen at the probe round (kernelfoundry.integrity: kernelfoundry's own functions are watched), before the
+    # outputs are compared.
+    ("patch_checker", "suspicious"),
 ])
 def test_cheats_are_caught(task, cheat, status):
     _, rec, out = paired_run(task, cheat)

@@ -59,7 +59,7 @@ from kernelfoundry import executor, fork_server, forked
 PRELOAD = ("numpy", "torch", "torch.utils.cpp_extension", "pytest", "_pytest.python", "_pytest.fixtures",
            "kernelfoundry.measure", "kernelfoundry.paired", "kernelfoundry.executor", "kernelfoundry.fork_server",
            "kernelfoundry.forked", "kernelfoundry.profilers", "kernelfoundry.testing", "kernelfoundry.templates",
-           "kernelfoundry.compiler", "kernelfoundry.build_target")
+           "kernelfoundry.compiler", "kernelfoundry.build_target", "kernelfoundry.isolation")
 
 #: The modules a worker may run (``python -u -m MODULE ARGS…``): test runs and build children.
 MODULES = ("pytest", "kernelfoundry.build_target")

@@ -39,6 +39,7 @@ from typing import Any, Callable, Optional
 
 from . import _measure
 from . import device_timing as _device
+from . import integrity as _integrity
 from .measure import input_sets as _input_sets
 
 try:
@@ -439,6 +440,9 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
         return run
 
     def check(load: int) -> Optional[str]:
+        changed = _integrity.problem(full=load == 1)  # the probe round (load 1) also compares the dispatcher
+        if changed:
+            return f"suspicious: {changed}"
         grown = _resident_bytes() - resident_start
         if grown > retained_limit:
             return (f"suspicious: the test process grew by {grown >> 20} MiB while the pair was timed (more than "
@@ -484,6 +488,9 @@ def _measure_once(cand: Capture, ref: Capture, opts: dict, seed: int) -> dict:
         record = _measure_paired(side(cand), side(ref), {**_device.loop_options(opts), "seed": seed}, check)
     finally:
         _device.measurement_ended()
+    changed = _integrity.problem(full=True)  # a change after the last checked round
+    if changed and record.get("status") in ("correct", "noisy"):
+        record["status"], record["detail"] = "suspicious", changed
     record["value_sets"] = len(values.sets) if values.perturbable else 1
     return record
 

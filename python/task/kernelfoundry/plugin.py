@@ -17,6 +17,9 @@ or teardown is an error; an xfail counts as skipped). A run that ends before its
 nothing, and kf judges it a test error. ``runtimes`` are the session's store (the ``profile_store`` fixture's
 dict) together with any other dict a task's own ``profile_store`` fixture returned.
 
+Isolation (``--kf-isolate``, kernelfoundry.isolation): the candidate's modules are imported into an executor,
+never into this process; the report then carries ``candidate_process`` ("executor" or "test process: <why>").
+
 Paired mode (``--kf-paired``, kernelfoundry.paired_plugin): performance tests run once per side (the session
 fixture ``use_reference`` is parametrised, whoever defines it) and each measurement is timed against the
 reference's in this process (kernelfoundry.paired); measure_runtime called from the test body, through any path,
@@ -36,6 +39,8 @@ import pytest
 
 from . import device_timing as _device
 from . import executor as _executor
+from . import integrity as _integrity
+from . import isolation as _isolation
 from . import measure as _measure
 from . import paired as _paired
 from . import paired_plugin as _pp
@@ -77,6 +82,8 @@ def pytest_addoption(parser):
                     help="time each performance test's candidate against its reference in this process")
     group.addoption("--kf-paired-options", dest="kf_paired_options", default=None, metavar="JSON",
                     help="paired timing options (kernelfoundry.paired.DEFAULTS keys)")
+    group.addoption("--kf-isolate", dest="kf_isolate", action="store_true", default=False,
+                    help="import the candidate's modules into a process of their own (kernelfoundry.isolation)")
 
 
 def pytest_configure(config):
@@ -92,6 +99,8 @@ def pytest_configure(config):
     if capman is not None:
         _executor.BEFORE_FATAL[:] = [lambda: capman.suspend_global_capture(in_=False)]
     config.stash[_HEAP] = _steady_heap()
+    if _option(config, "kf_isolate", False):  # before collection: task.py may import the candidate at its top
+        _isolation.install(str(config.invocation_params.dir), [a.split("::")[0] for a in config.args])
     try:  # fail fast, before any test runs, on malformed parameters
         parse_template_params(_option(config, "template_params"))
         parse_runtime_params(_option(config, "runtime_params"))
@@ -196,6 +205,9 @@ def _write_result_report(session, exitstatus) -> None:
         "exitstatus": int(exitstatus),
         "timed_calls": _profilers.timed_calls(),
     }
+    where = _isolation.report()
+    if where is not None:
+        doc["candidate_process"] = where
     state = session.config.stash.get(PAIRED, None)
     if state and state["enabled"]:
         _pp.finish_unpaired(state, store)
@@ -260,6 +272,9 @@ def pytest_collection_finish(session):
         return
     # The task module (and torch) are imported now; candidate code is not yet (it loads in fixtures).
     _paired.TORCH.capture()
+    state = session.config.stash.get(PAIRED, None)
+    if state and state["enabled"]:  # what the reference calls, before candidate code can change it
+        _integrity.take(list({id(m): m for m in (getattr(i, "module", None) for i in session.items)}.values()))
     threads = os.environ.get("KF_THREADS")
     if threads and _paired.TORCH.mod is not None:
         _paired.TORCH.mod.set_num_threads(int(threads))
