@@ -117,6 +117,78 @@ def test_a_candidate_module_runs_in_an_executor_and_behaves_as_imported(tmp_path
     assert [t["status"] for t in report["tests"]][0] == "failed" and "candidate_process" not in report
 
 
+
+SEEDED_KERNEL = textwrap.dedent('''
+    import random
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+    # [EVOLVE_START]
+    class ModelNew(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.lin = nn.Linear(n, n)
+
+        def forward(self, x):
+            return self.lin(x)
+
+    def draws(n):
+        return torch.randn(n), np.random.rand(n), random.random()
+    # [EVOLVE_END]
+''')
+
+SEEDED_TASK = textwrap.dedent('''
+    import os
+    import random
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+    import kernel
+    from kernel import ModelNew
+
+
+    class Model(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.lin = nn.Linear(n, n)
+
+        def forward(self, x):
+            return self.lin(x)
+
+
+    def test_models_seeded_alike_have_equal_weights():  # KernelBench's check
+        torch.manual_seed(42)
+        ref = Model(8)
+        torch.manual_seed(42)
+        new = ModelNew(8)
+        x = torch.randn(2, 8)
+        assert torch.equal(ref(x), new(x))
+
+
+    def test_one_sequence_of_draws_across_the_two_processes():
+        def seed():
+            torch.manual_seed(1); np.random.seed(1); random.seed(1)
+        seed()
+        expected = [torch.randn(4), torch.randn(4), np.random.rand(4), random.random(), torch.randn(4)]
+        seed()
+        first = torch.randn(4)
+        t, a, r = kernel.draws(4)  # in the executor
+        assert torch.equal(first, expected[0]) and torch.equal(t, expected[1])
+        assert (a == expected[2]).all() and r == expected[3]
+        assert torch.equal(torch.randn(4), expected[4])  # the checker draws on after the executor's draws
+''')
+
+
+def test_a_candidate_in_an_executor_draws_from_the_checkers_random_generators(tmp_path):
+    # Regression (2026-12-06): with ModelNew built in the executor, `torch.manual_seed(42)` seeded the checker only,
+    # the weights differed and an honest KernelBench-style candidate failed; both tests failed, all four draws too.
+    task = write_task(tmp_path / "t", SEEDED_TASK, {"kernel.py": SEEDED_KERNEL})
+    proc, report = run_task_pytest(task, "-p", "kernelfoundry.plugin", "--kf-isolate", env=task_env())
+    assert report["candidate_process"] == "executor (kernel)"
+    assert [t["status"] for t in report["tests"]] == ["passed"] * 2, proc.stdout[-4000:]
+
 PATCHING_KERNEL = textwrap.dedent('''
     import torch
 

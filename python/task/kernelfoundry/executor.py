@@ -64,6 +64,7 @@ import time
 from typing import Any, Optional
 
 from . import _measure, fork_server
+from . import rng as _rng
 from .executor_serve import drop_capabilities, enter_own_landlock_domain  # noqa: F401 — the executor's privilege drop
 from .executor_serve import dtype_name as _dtype_name
 from .executor_serve import serve as _serve  # noqa: F401 — the executor's entry point (zygote, fork server)
@@ -213,6 +214,8 @@ class Executor:
         self._rep = os.fdopen(rep_r, "rb", buffering=0)
         self._buf = b""
         self._cpu_mark = 0.0
+        self._carry_rng = target == "@modules"  # candidate modules share the checker's generators (kernelfoundry.rng)
+        self._rng_known: Optional[dict] = None  # the generators' state the executor has
         atexit.register(self.close)
         self._request({"op": "ready"})
         self._cpu_mark = self.cpu_seconds()
@@ -233,6 +236,14 @@ class Executor:
         return self._send((json.dumps(message) + "\n").encode())
 
     def _send(self, line: bytes) -> dict:
+        if self._carry_rng:  # the executor draws from the checker's generators (kernelfoundry.rng)
+            now = _rng.capture()
+            if now != self._rng_known:
+                self._exchange((json.dumps({"op": "rng", "state": now}) + "\n").encode())
+                self._rng_known = now
+        return self._exchange(line)
+
+    def _exchange(self, line: bytes) -> dict:
         try:
             while line:
                 line = line[os.write(self._cmd, line):]
@@ -246,6 +257,12 @@ class Executor:
             raise ExecutorError(f"executor {self.target}: reply is not JSON ({e})") from None
         if not isinstance(reply, dict):
             raise ExecutorError(f"executor {self.target}: reply is not an object")
+        if self._carry_rng and "rng" in reply:  # the request drew random numbers there: so does the checker
+            try:
+                _rng.restore(reply["rng"])
+            except ValueError as e:
+                raise ExecutorError(f"executor {self.target}: {e}") from None
+            self._rng_known = _rng.capture()
         if "error" in reply:
             kind = getattr(builtins, str(reply.get("type") or ""), None) if self.target == "@modules" else None
             if isinstance(kind, type) and issubclass(kind, Exception) and kind.__module__ == "builtins":

@@ -10,8 +10,10 @@ Targets (argv[2]):
   ``import`` request; any object may be held here and used from the checker through a handle.
 
 Requests and replies are JSON lines (see kernelfoundry.executor): ``ready``, ``call`` (``obj``, ``args``,
-``kwargs``, ``grad``), ``fetch`` (``path``, ``slot``, ``nbytes``), ``forget``; with ``@modules`` also ``import``
-(``name``, ``origin``, ``search``, ``sys_path``), ``attr`` (``obj``, ``name``), ``setattr``, ``dir``, ``iter``.
+``kwargs``, ``grad``), ``fetch`` (``path``, ``slot``, ``nbytes``), ``forget``; with ``@modules`` also ``rng``
+(``state``: the checker's random generators, kernelfoundry.rng; a reply then carries ``rng`` when the request drew
+from them), ``import`` (``name``, ``origin``, ``search``, ``sys_path``), ``attr`` (``obj``, ``name``), ``setattr``,
+``dir``, ``iter``.
 A reply is ``{"out": description}`` (the value stays here as the last output, its tensors fetched by path), or
 ``{"error": "Type: message", "type": name}``.
 """
@@ -25,6 +27,8 @@ import os
 import signal
 import sys
 from typing import Any
+
+from . import rng
 
 #: SYS_capset by machine (asm/unistd.h); elsewhere capabilities are left as they are.
 _SYS_CAPSET = {"x86_64": 126, "aarch64": 91, "ppc64le": 184, "s390x": 185}
@@ -313,6 +317,7 @@ def serve(argv: list) -> None:
         while data:
             data = data[os.write(rep_fd, data):]
 
+    generators = None  # @modules: the random generators' state as the checker last knew it (kernelfoundry.rng)
     for line in os.fdopen(cmd_fd, "rb"):
         try:
             msg = json.loads(line)
@@ -320,11 +325,17 @@ def serve(argv: list) -> None:
                 if not generic:
                     module, _, factory = target.partition(":")
                     state.objects.append(getattr(importlib.import_module(module), factory)())
-                reply({})
-                continue
-            reply(state.serve_one(msg, line))
+                answer = {}
+            elif msg["op"] == "rng" and generic:
+                rng.restore(msg["state"])
+                answer, generators = {}, rng.capture()
+            else:
+                answer = state.serve_one(msg, line)
         except BaseException as e:  # noqa: BLE001 — every failure of the callee is the checker's to judge
-            try:
-                reply(_error(e))
-            except (TypeError, ValueError):  # a message that is not JSON-safe
-                reply({"error": f"{type(e).__name__}", "type": ""})
+            answer = _error(e)
+        if generators is not None and (now := rng.capture()) != generators:
+            answer["rng"], generators = now, now  # the request drew random numbers: the checker's draws follow on
+        try:
+            reply(answer)
+        except (TypeError, ValueError):  # a message that is not JSON-safe
+            reply({"error": answer.get("error", "a reply that is not JSON"), "type": ""})

@@ -23,7 +23,8 @@ An exception of the callee is raised here as the same builtin type (ValueError, 
 — AttributeError …) with its message, anything else as kernelfoundry.executor.ExecutorError. Not supported:
 autograd through the candidate (outputs come back detached), CUDA tensors (kf isolates CPU runs only), objects
 checked with isinstance against the candidate's classes; such a task sets ``eval_config.candidate_process:
-test_process``.
+test_process``. The global random generators (torch's CPU one, numpy's, ``random``) are shared: a draw in
+the executor follows the checker's seed and the checker's next draw follows it (kernelfoundry.rng).
 
 How. ``install(root, test_files)`` wraps ``create_module`` of importlib's ExtensionFileLoader and ``exec_module``
 of SourceFileLoader, the two paths every import takes (``import m``, ``importlib.import_module``, and torch's
