@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 JOBS=${KF_JOBS:-$(nproc)}
 export KF_CACHE_DIR=${KF_CACHE_DIR:-$ROOT/build/cache}
+# ccache keys on paths relative to the checkout and not on the build directory, so a clone at another path (CI's
+# clean clone of main) hits what an earlier checkout compiled; the objects' debug info may then name that
+# checkout's paths, which tests do not read.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 # Many end-to-end tests give kf a fresh cache of their own (they test the cache); they still share one directory
 # of precompiled torch headers, so the suite builds each PCH once (~26 s, 650 MB) instead of once per test
 # (src/pipeline/torch_pch.hpp; TorchPch's own test unsets this to see the first build request one).
@@ -109,7 +113,7 @@ xdist=()
 pytest_retrying() {
   local log rc=0 failed_ids=()
   log=$(mktemp)
-  env PYTHONPATH="$pydir" /usr/bin/python3 -m pytest -q -p no:cacheprovider "${xdist[@]}" tests/python 2>&1 |
+  env PYTHONPATH="$pydir" /usr/bin/python3 -m pytest -q -p no:cacheprovider --durations=15 "${xdist[@]}" tests/python 2>&1 |
     tee "$log"
   rc=${PIPESTATUS[0]}
   if [ "$rc" -ne 0 ]; then

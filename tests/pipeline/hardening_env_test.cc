@@ -115,13 +115,12 @@ TEST(HardeningBuildLimitsE2E, ASleepingCompilerEndsAtTheTasksBuildTimeoutNamingI
 TEST(HardeningBuildLimitsE2E, ABusyCompilerSilentForLongerThanTheInactivityLimitIsNotKilled) {
   TempDir tmp;
   const fs::path task = CopyExample("bias_relu", tmp.path());
-  ReplaceInFile(task / "config.yaml", "build_timeout: 240", "build_timeout: 600\nbuild_output_inactivity_timeout: 20");
-  // The compile step first works (CPU-bound) for 30 s, 1.5× the inactivity limit: ninja holds its output until
-  // the step ends, so kf
-  // hears only compile_torch_extension's CPU heartbeats.
+  ReplaceInFile(task / "config.yaml", "build_timeout: 240", "build_timeout: 600\nbuild_output_inactivity_timeout: 10");
+  // The compile step first works (CPU-bound) for 16 s, 1.6× the inactivity limit: ninja holds its output until
+  // the step ends, so kf hears only compile_torch_extension's CPU heartbeats.
   const fs::path cxx = tmp.path() / "busy-c++";
   WriteFile(cxx, "#!/bin/sh\ncase \" $* \" in *\" -c \"*)\n"
-                 "  end=$(( $(date +%s) + 30 )); while [ $(date +%s) -lt $end ]; do echo working; done >/dev/null;;\n"
+                 "  end=$(( $(date +%s) + 16 )); while [ $(date +%s) -lt $end ]; do echo working; done >/dev/null;;\n"
                  "esac\nexec c++ \"$@\"\n");
   fs::permissions(cxx, fs::perms(0755));  // the sandbox user (issue 25) runs it
   KfRunResult r = KfRun(tmp.path(), task, ExamplePath("candidates", "bias_relu") / "fast.cpp",

@@ -80,6 +80,9 @@ BuildRun RecordingHarness::Build(const BuildRequest& request) const {
 
 PhaseRun RecordingHarness::Correctness(const TestRequest& request) const {
   const long long t0 = NowUs();
+  // A line of five fields (ReadSpans skips it) says the phase has begun: a test that stops a running phase
+  // waits for it (StartedPhases) rather than guessing how long a job process takes to get there.
+  Append(record_, fmt::format("correctness-begun {} {} {} {}\n", request.variant.key, request.gpu_arch, ::getpid(), t0));
   const bool stopped = SleepUnlessStopped(correctness_ms_, request.stop);
   Append(record_, fmt::format("correctness {} {} {} {} {} {}\n", request.variant.key, request.gpu_arch, ::getpid(), t0,
                               NowUs(), stopped ? 1 : 0));
@@ -139,6 +142,15 @@ std::vector<PhaseSpan> ReadSpans(const std::filesystem::path& record) {
     }
   }
   return out;
+}
+
+size_t StartedPhases(const std::filesystem::path& record, const std::string& phase) {
+  std::ifstream in(record);
+  std::string line;
+  size_t n = 0;
+  const std::string prefix = phase + "-begun ";
+  while (std::getline(in, line)) n += line.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
 }
 
 bool Overlap(const PhaseSpan& a, const PhaseSpan& b) { return a.start_us < b.end_us && b.start_us < a.end_us; }

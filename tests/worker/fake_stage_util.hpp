@@ -46,6 +46,8 @@ class RecordingHarness final : public Harness {
 /// Reads a record file.
 std::vector<PhaseSpan> ReadSpans(const std::filesystem::path& record);
 /// True when two spans share any instant.
+/// How many `phase` runs ("correctness") have begun according to `record`, ended or not (0 when it is missing).
+size_t StartedPhases(const std::filesystem::path& record, const std::string& phase);
 bool Overlap(const PhaseSpan& a, const PhaseSpan& b);
 
 /// A small task for the fake harness: config {task_name, job_name, language: `language`, gpu_arch: `arch`},

@@ -271,7 +271,14 @@ TEST_F(WorkerDevices, JobProcessesTakeTheirLeasesFromTheWorkerAndObeyRevoke) {
   Task task = testing::MakeFakeStageTask("fake", "Ampere");
   const std::string id = Send(celery::kTestTaskName, Json::array({task.Encode()}));
   WaitStarted(id);
-  std::this_thread::sleep_for(milliseconds(300));
+  // STARTED leaves the worker when the job is handed to a job process, which may not have reached its phase yet
+  // (under ASan on a loaded machine it took more than the 300 ms this waited before): a revoke then stops the job
+  // before any phase and there is no span to check.
+  const auto begun_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (testing::StartedPhases(record, "correctness") == 0 && std::chrono::steady_clock::now() < begun_by) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_EQ(testing::StartedPhases(record, "correctness"), 1u) << Lines();
   Client().Revoke({id}, /*terminate=*/true);
   celery::TaskResult r = Wait(id);
   EXPECT_EQ(r.status, "REVOKED");
