@@ -18,7 +18,7 @@ export KF_CACHE_DIR=${KF_CACHE_DIR:-$ROOT/build/cache}
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 # Many end-to-end tests give kf a fresh cache of their own (they test the cache); they still share one directory
 # of precompiled torch headers, so the suite builds each PCH once (~26 s, 650 MB) instead of once per test
-# (src/pipeline/torch_pch.hpp; TorchPch's own test unsets this to see the first build request one).
+# (src/pipeline/torch_pch.hpp; TorchPchE2E's test unsets this to see the first build request one).
 export KF_TORCH_PCH_DIR=${KF_TORCH_PCH_DIR:-$KF_CACHE_DIR/pch/v1}
 # Paired timing samples until its interval is tight or a budget (default 20 s per benchmark) runs out; the tests
 # need verdicts, not precision, so they cap it machine-wide (include/kernelfoundry/paired.hpp, README).

@@ -164,9 +164,12 @@ TEST(MeasurePaired, TheProbeRoundIsCheckedBeforeItSizesTheBatches) {
   ASSERT_EQ(r.ratios.size(), 1u);
   EXPECT_NEAR(r.ratios[0], 3000.0 / 90.0, 1e-6);
   // A probe that passes: the measured rounds' checks follow, the first three with loads 2 × round + 1.
+  // (Sides of their own: the first ones advance m's clock, and with m2's standing still this loop ran until
+  // max_rounds, 68 s under ASan.)
   FakeMachine m2;
+  PairedSide ref2{nullptr, [&] { m2.t += std::chrono::microseconds(3000); }, nullptr, nullptr};
   loads.clear();
-  MeasurePaired(ref, ref, Fast(), [&](int64_t load) -> std::optional<std::string> {
+  MeasurePaired(ref2, ref2, Fast(), [&](int64_t load) -> std::optional<std::string> {
     loads.push_back(load);
     return std::nullopt;
   }, m2.clock());

@@ -26,7 +26,7 @@ TEST(TorchPch, PublishedHeadersLiveInTheCacheUnlessASharedDirectoryIsNamed) {
   EXPECT_EQ(torch_pch::Root("/c"), fs::path("/shared/pch"));
 }
 
-TEST(TorchPch, TheFirstBuildRequestsItAndTheNextBuildUsesIt) {
+TEST(TorchPchE2E, TheFirstBuildRequestsItAndTheNextBuildUsesIt) {
   TempDir tmp;
   const std::string cache_dir = (tmp.path() / "cache").string();
   testing::ScopedEnv cache("KF_CACHE_DIR", cache_dir.c_str());
