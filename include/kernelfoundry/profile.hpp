@@ -70,7 +70,7 @@ struct ProfilerSelection {
 ProfilerSelection SelectProfilers(const Json& config, bool reference, const std::string& gpu_arch);
 
 /// True for archs that name an NVIDIA GPU: the reference's VALID_CUDA_ARCHS (Maxwell … Ada, native, A100,
-/// A6000, L40S, L4; case-insensitive) and compute capabilities ("90", "sm_90", "9.0").
+/// A6000, L40S, L4; case-insensitive) and compute capabilities ("90", "sm_90", "9.0", "90a", "10.0f").
 bool IsCudaArch(const std::string& gpu_arch);
 
 /// The trace_results key of pass `index`: "<name>.<iii>" (e.g. "perf.000").

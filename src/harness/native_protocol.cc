@@ -69,7 +69,7 @@ std::vector<std::string> BuildtimeDefines(const Json& hyperparameters) {
 std::string NvccArchFlag(const std::string& gpu_arch) {
   std::string a = gpu_arch.substr(0, gpu_arch.find(','));
   if (a == "native") return "-arch=native";
-  static const std::regex kSm(R"((?:sm_?|compute_)?([0-9])\.?([0-9]a?))");
+  static const std::regex kSm(R"((?:sm_?|compute_)?([0-9]{1,2})\.?([0-9][af]?))");
   std::smatch m;
   if (std::regex_match(a, m, kSm)) return "-arch=sm_" + m[1].str() + m[2].str();
   return "";

@@ -58,6 +58,7 @@ bool IsCudaArch(const std::string& gpu_arch) {
   }
   std::string_view rest = a;
   if (rest.rfind("sm_", 0) == 0) rest.remove_prefix(3);
+  if (rest.size() > 1 && (rest.back() == 'a' || rest.back() == 'f')) rest.remove_suffix(1);  // "90a", "10.0f"
   if (AllDigits(rest)) return true;  // "90", "sm_90"
   const size_t dot = rest.find('.');
   return dot != std::string_view::npos && AllDigits(rest.substr(0, dot)) && AllDigits(rest.substr(dot + 1));

@@ -80,6 +80,8 @@ TEST(NativeProtocol, DefinesAndNvccArch) {
   EXPECT_EQ(native::NvccArchFlag("80"), "-arch=sm_80");
   EXPECT_EQ(native::NvccArchFlag("sm_90a"), "-arch=sm_90a");
   EXPECT_EQ(native::NvccArchFlag("8.6"), "-arch=sm_86");
+  EXPECT_EQ(native::NvccArchFlag("100"), "-arch=sm_100");  // two-digit majors (Blackwell): was ""
+  EXPECT_EQ(native::NvccArchFlag("10.0f"), "-arch=sm_100f");
   EXPECT_EQ(native::NvccArchFlag("native"), "-arch=native");
   EXPECT_EQ(native::NvccArchFlag("cpu"), "");
 }

@@ -83,6 +83,9 @@ TEST(ProfileSelection, ExplicitTypesAndTheReferenceLanguage) {
   EXPECT_EQ(TraceKey("unitrace", 12), "unitrace.012");
   EXPECT_TRUE(IsCudaArch("sm_80"));
   EXPECT_TRUE(IsCudaArch("8.6"));
+  EXPECT_TRUE(IsCudaArch("90a"));
+  EXPECT_TRUE(IsCudaArch("sm_100f"));
+  EXPECT_FALSE(IsCudaArch("a"));
   EXPECT_TRUE(IsCudaArch("L40S"));
   EXPECT_FALSE(IsCudaArch("bmg"));
   EXPECT_FALSE(IsCudaArch("cpu"));

@@ -166,3 +166,26 @@ def test_a_build_limit_inside_the_hook_exits_124_naming_it(tmp_path):
     assert r.returncode == BUILD_TIMEOUT_EXIT == 124, r.stderr
     assert "kernelfoundry: build timed out: timeout argument of 120 s" in r.stderr
     assert not (task / "out" / "artifacts.json").exists()
+
+
+@pytest.mark.parametrize("gpu_arch, expected", [
+    ("90", "9.0"), ("sm_90", "9.0"), ("compute_90", "9.0"), ("9.0", "9.0"), ("90a", "9.0a"), ("SM_90A", "9.0a"),
+    ("100", "10.0"), ("8.6+PTX", "8.6+PTX"), ("80,90", "8.0;9.0"), ("80, 86", "8.0;8.6"), ("Hopper", "Hopper"),
+    ("Ampere,90", "Ampere;9.0"),
+])
+def test_torch_cuda_arch_list_spells_capabilities_as_torch_does(gpu_arch, expected):
+    assert compiler.torch_cuda_arch_list(gpu_arch) == expected
+
+
+@pytest.mark.parametrize("gpu_arch, gencode", [("86", "-gencode=arch=compute_86,code=sm_86"),
+                                               ("sm_80", "-gencode=arch=compute_80,code=sm_80")])
+def test_torch_accepts_the_arch_list_that_compile_torch_extension_exports(monkeypatch, gpu_arch, gencode):
+    """Regression (2026-12-07): gpu_arch "90" was exported verbatim and torch.utils.cpp_extension refused it
+    ("Unknown CUDA arch (90) or GPU not supported") before compiling a CUDA extension. Checked with torch's own
+    validator on capabilities that every torch knows (Debian's 1.13 has no 9.0)."""
+    cpp_extension = pytest.importorskip("torch.utils.cpp_extension")
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", gpu_arch)
+    with pytest.raises(ValueError, match="Unknown CUDA arch"):
+        cpp_extension._get_cuda_arch_flags()
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", compiler.torch_cuda_arch_list(gpu_arch))
+    assert gencode in cpp_extension._get_cuda_arch_flags()

@@ -31,6 +31,7 @@ import codecs
 import importlib.machinery
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -46,7 +47,7 @@ from typing import Optional, Sequence, Union
 from . import forked
 from . import pch as _pch
 
-__all__ = ["compile_torch_extension", "BuildTimeout", "build_budget", "LOAD_FAILED_EXIT", "BUILD_TIMEOUT_EXIT",
+__all__ = ["compile_torch_extension", "torch_cuda_arch_list", "BuildTimeout", "build_budget", "LOAD_FAILED_EXIT", "BUILD_TIMEOUT_EXIT",
            "BaseKernelCompiler", "TorchCompiler", "IcpxCompiler", "find_built_extension", "extension_suffix"]
 
 #: Exit code of the child when the extension compiled but could not be imported (the "load" phase).
@@ -281,6 +282,29 @@ def _run_child(cmd, env: dict, cwd: Path, timeout: float, limit: str, limit_s: f
     return proc.returncode, tail.decode("utf-8", "replace")
 
 
+#: A compute capability as kf's configs write it: "90", "sm_90", "compute_90", "9.0", "90a", "100", "8.6+PTX".
+_CAPABILITY = re.compile(r"(?:sm_|compute_)?([0-9]{1,2})\.?([0-9])([af]?)(\+ptx)?", re.IGNORECASE)
+
+
+def torch_cuda_arch_list(gpu_arch: str) -> str:
+    """TORCH_CUDA_ARCH_LIST for a config ``gpu_arch``: each entry of a comma, semicolon or space separated list
+    that is a compute capability in one of kf's spellings ("90", "sm_90", "9.0", "90a", "100") becomes torch's
+    "<major>.<minor>[a|f][+PTX]" ("9.0", "9.0a", "10.0"); any other entry (torch's named architectures
+    "Hopper", "Ampere", …) is kept as it is. Entries are joined with ';'.
+
+    Regression (review before the first GPU run, 2026-12-07): "90", the gpu_arch of the CUDA examples and of
+    ``kf import-kernelbench --gpu``, was exported verbatim, and torch.utils.cpp_extension raised "Unknown CUDA
+    arch (90) or GPU not supported" before compiling anything."""
+    out = []
+    for entry in re.split(r"[,;\s]+", gpu_arch.strip()):
+        m = _CAPABILITY.fullmatch(entry)
+        if m:
+            out.append(f"{int(m[1])}.{m[2]}{m[3].lower()}{'+PTX' if m[4] else ''}")
+        elif entry:
+            out.append(entry)
+    return ";".join(out)
+
+
 def _torch_build_rc(name: str, sources: list[Path], build_dir: Path, cflags: list[str], gpu_arch: str,
                     timeout: float, limit: str, limit_s: float, echo: bool = True) -> tuple[int, str]:
     """``torch.utils.cpp_extension.load`` of the sources into ``build_dir`` in a child (forked when torch is
@@ -290,7 +314,7 @@ def _torch_build_rc(name: str, sources: list[Path], build_dir: Path, cflags: lis
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     if gpu_arch and gpu_arch not in ("cpu", "native"):
-        env["TORCH_CUDA_ARCH_LIST"] = gpu_arch
+        env["TORCH_CUDA_ARCH_LIST"] = torch_cuda_arch_list(gpu_arch)
         env["TORCH_XPU_ARCH_LIST"] = gpu_arch
     cfg = {"name": name, "sources": [str(s) for s in sources], "build_dir": str(build_dir),
            "cflags": [f for f in cflags if not f.startswith(_LDFLAG_PREFIX)],
@@ -369,7 +393,8 @@ def compile_torch_extension(extension_name: str, src: Union[PathLike, Sequence[P
 
     ``backend``: "torch" (``torch.utils.cpp_extension.load``; CPU or CUDA sources) or "icpx" (SYCL).
     ``extra_cflags`` default to ``["-O3"]`` (torch adds no optimisation flag by itself). ``gpu_arch`` is
-    exported as TORCH_CUDA_ARCH_LIST / TORCH_XPU_ARCH_LIST unless it is "cpu" or "native". ``timeout`` (s):
+    exported as TORCH_CUDA_ARCH_LIST (in torch's spelling: :func:`torch_cuda_arch_list`) and TORCH_XPU_ARCH_LIST
+    unless it is "cpu" or "native". ``timeout`` (s):
     None = the task's remaining build budget under kf (see the module doc), else 600 s; an explicit value is
     capped by the budget. Output streams to stdout. Raises BuildTimeout when a limit fires, RuntimeError with
     the compiler output on failure, ValueError for an unknown backend or a missing source."""
