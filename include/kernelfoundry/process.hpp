@@ -93,6 +93,11 @@ struct SandboxUser {
 struct ProcessSandbox {
   std::optional<SandboxUser> user;  ///< the identity to take; nullopt = keep ours (then we must not be root)
   bool allow_perf_events = false;   ///< perf_event_open allowed (profiler passes)
+  /// AF_INET/AF_INET6 sockets allowed, for profilers whose front end talks to the library it injects into the
+  /// program over TCP (ncu, nsys). Only inside a network namespace of the run's own (loopback only): it implies
+  /// ProcessOptions::no_network, and a run whose namespace cannot be made fails to spawn instead of getting the
+  /// host's network.
+  bool allow_loopback_sockets = false;
   /// When seccomp is unavailable: true = the run fails to spawn; false = it runs without the filter and
   /// ProcessRun::sandbox says so.
   bool required = false;

@@ -51,6 +51,7 @@ const char* SpawnStageName(SpawnStage stage) {
     case SpawnStage::kIsolation: return "applying filesystem isolation (Landlock)";
     case SpawnStage::kPrivileges: return "dropping privileges (sandbox user, capabilities)";
     case SpawnStage::kSeccomp: return "installing the system-call filter (seccomp)";
+    case SpawnStage::kNetwork: return "isolating the network (a network namespace of its own)";
   }
   return "spawn";
 }
@@ -155,8 +156,9 @@ void ChildPolicy::MakeSandbox(const ProcessSandbox& sb) {
     if (sb.required) refusal_ = "the sandbox is required but seccomp is " + SeccompDescription();
     return;
   }
-  seccomp_ = BuildSeccompFilter(sb.allow_perf_events);
-  sandbox_ += ", " + SeccompDescription() + (sb.allow_perf_events ? " (perf events allowed)" : "");
+  seccomp_ = BuildSeccompFilter(sb.allow_perf_events, sb.allow_loopback_sockets);
+  sandbox_ += ", " + SeccompDescription() + (sb.allow_perf_events ? " (perf events allowed)" : "") +
+              (sb.allow_loopback_sockets ? " (inet sockets in the run's own network namespace)" : "");
 }
 
 void ChildPolicy::ApplyTo(ChildContainment* c) const {

@@ -30,7 +30,7 @@ namespace kf::exec_internal {
 
 /// Where a spawn failed (reported by the shepherd as kSpawnError, and by ContainSelf).
 enum class SpawnStage : int32_t {
-  kFork = 1, kCgroup, kRlimit, kStdio, kChdir, kExec, kSession, kIsolation, kPrivileges, kSeccomp
+  kFork = 1, kCgroup, kRlimit, kStdio, kChdir, kExec, kSession, kIsolation, kPrivileges, kSeccomp, kNetwork
 };
 /// A short English name of the stage ("joining the cgroup", "setsid", ...).
 const char* SpawnStageName(SpawnStage stage);

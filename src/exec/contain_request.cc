@@ -62,7 +62,7 @@ Json ChildContainmentRequest(const ProcessOptions& options) {
       user = {{"uid", sb->user->uid}, {"gid", sb->user->gid}, {"groups", sb->user->groups}, {"name", sb->user->name}};
     }
     request["sandbox"] = {{"user", std::move(user)}, {"allow_perf_events", sb->allow_perf_events},
-                          {"required", sb->required}};
+                          {"allow_loopback_sockets", sb->allow_loopback_sockets}, {"required", sb->required}};
   }
   return request;
 }
@@ -87,6 +87,7 @@ void ParseChildContainmentRequest(const Json& request, ProcessOptions* options) 
     const Json& j = request[f];
     ProcessSandbox sb;
     sb.allow_perf_events = Bool(j, "allow_perf_events", f);
+    sb.allow_loopback_sockets = j.contains("allow_loopback_sockets") && Bool(j, "allow_loopback_sockets", f);
     sb.required = Bool(j, "required", f);
     if (j.contains("user") && !j["user"].is_null()) {
       const Json& u = j["user"];

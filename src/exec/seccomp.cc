@@ -223,16 +223,23 @@ void AddFlagsRule(std::vector<sock_filter>& p, long nr, uint32_t mask) {
 }
 
 // socket(domain, …): AF_UNIX and AF_NETLINK pass, every other family gets EACCES.
-void AddSocketRule(std::vector<sock_filter>& p) {
+void AddSocketRule(std::vector<sock_filter>& p, bool allow_inet) {
 #ifdef __NR_socket
-  p.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 5));
+  // socket(): AF_UNIX and AF_NETLINK (and with allow_inet AF_INET/AF_INET6) go on to ALLOW, others get EACCES.
+  const uint8_t n_allowed = allow_inet ? 4 : 2;
+  p.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, static_cast<uint8_t>(n_allowed + 3)));
   p.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, Arg0Low()));
-  p.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 2, 0));
-  p.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 1, 0));
+  uint8_t left = n_allowed;
+  for (uint32_t family : {AF_UNIX, AF_NETLINK, AF_INET, AF_INET6}) {
+    if (left == 0) break;
+    p.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, family, left, 0));  // to the ALLOW below
+    --left;
+  }
   p.push_back(Stmt(BPF_RET | BPF_K, Errno(EACCES)));
   p.push_back(Stmt(BPF_RET | BPF_K, kAllow));
 #else
   (void)p;
+  (void)allow_inet;
 #endif
 }
 
@@ -263,7 +270,7 @@ std::string SeccompDescription() {
 
 bool SeccompAvailable() { return SeccompDescription().rfind("unavailable", 0) != 0; }
 
-std::vector<sock_filter> BuildSeccompFilter(bool allow_perf_events) {
+std::vector<sock_filter> BuildSeccompFilter(bool allow_perf_events, bool allow_inet_sockets) {
   std::vector<sock_filter> p;
   if (!SeccompArchSupported()) return p;
   p.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, kArchOffset));
@@ -281,7 +288,7 @@ std::vector<sock_filter> BuildSeccompFilter(bool allow_perf_events) {
 #ifdef __NR_perf_event_open
   if (!allow_perf_events) AddRule(p, __NR_perf_event_open, Errno(EPERM));
 #endif
-  AddSocketRule(p);
+  AddSocketRule(p, allow_inet_sockets);
 #ifdef __NR_clone
   AddFlagsRule(p, __NR_clone, kCloneNamespaces);
 #endif

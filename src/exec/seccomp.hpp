@@ -33,9 +33,9 @@ std::string SeccompDescription();
 /// True when SeccompDescription() is not "unavailable: …".
 bool SeccompAvailable();
 
-/// The policy above as a BPF program; `allow_perf_events` lets perf_event_open through (profiler passes).
-/// Empty when !SeccompArchSupported().
-std::vector<sock_filter> BuildSeccompFilter(bool allow_perf_events);
+/// The policy above as a BPF program; `allow_perf_events` lets perf_event_open through, `allow_inet_sockets`
+/// AF_INET/AF_INET6 sockets (profiler passes: ProcessSandbox). Empty when !SeccompArchSupported().
+std::vector<sock_filter> BuildSeccompFilter(bool allow_perf_events, bool allow_inet_sockets = false);
 
 /// In the child, before exec: sets no_new_privs and installs `n` instructions (n == 0: nothing to do).
 /// Async-signal-safe. Returns 0 or errno.

@@ -245,6 +245,11 @@ void RunShepherd(const ShepherdPlan& plan) {
     int ns_err = 0, lo_err = 0;
     IsolateNetwork(&ns_err, &lo_err);
     Send(MsgType::kNetwork, ns_err == 0 ? 1 : 0, ns_err, lo_err);
+    if (ns_err != 0 && plan.require_network_namespace) {  // its inet sockets would reach the host's network
+      Send(MsgType::kSpawnError, static_cast<int32_t>(SpawnStage::kNetwork), ns_err);
+      Send(MsgType::kDone, 0);
+      _exit(0);
+    }
   }
 
   const pid_t self = getpid();

@@ -45,6 +45,7 @@ struct ShepherdPlan {
   const char* cgroup_kill = nullptr;          ///< v2 cgroup.kill, or nullptr
   const char* cgroup_procs = nullptr;         ///< v2 cgroup.procs (to signal members), or nullptr
   bool no_network = false;
+  bool require_network_namespace = false;     ///< no namespace of its own = a spawn failure (inet sockets allowed)
   int kill_grace_ms = 2000;
 };
 

@@ -244,7 +244,8 @@ void Runner::Spawn() {
   plan.v2_dir = v2_dir_.empty() ? nullptr : v2_dir_.c_str();
   plan.cgroup_kill = kill_file_.empty() ? nullptr : kill_file_.c_str();
   plan.cgroup_procs = procs_file_.empty() ? nullptr : procs_file_.c_str();
-  plan.no_network = o_.no_network;
+  plan.require_network_namespace = o_.sandbox && o_.sandbox->allow_loopback_sockets;
+  plan.no_network = o_.no_network || plan.require_network_namespace;
   plan.kill_grace_ms = static_cast<int>(std::max<int64_t>(0, o_.kill_grace.count()));
 
   start_ = Clock::now();

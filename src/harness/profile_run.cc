@@ -329,7 +329,13 @@ std::vector<std::pair<std::string, ProcessResult>> RunProfilerPasses(const Harne
     // the tool included): its output directory (perf's control FIFOs and CSV, ncu's and nsys's reports) is
     // writable to it, like the run's own private directory. Nothing there decides a verdict.
     AddWritable(*base, dir);
-    if (base->sandbox) base->sandbox->allow_perf_events = true;  // what the profilers count with (issue 25)
+    if (base->sandbox) {
+      base->sandbox->allow_perf_events = true;  // what the profilers count with (issue 25)
+      // ncu's and nsys's front ends talk to the library they inject over TCP (ncu: ports from 49152), inside
+      // the run's own network namespace (loopback only). Regression (review before the first GPU run,
+      // 2026-12-07): the filter refused AF_INET, so the ncu pass could not reach its target.
+      base->sandbox->allow_loopback_sockets = name != "perf";
+    }
     if (name == "perf") {
       out.emplace_back(key, RunPerfPass(harness, request, std::move(*base), dir));
     } else if (name == "ncu") {

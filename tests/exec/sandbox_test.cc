@@ -143,6 +143,40 @@ TEST(Sandbox, ProfilerPassesMayOpenPerfEvents) {
   EXPECT_NE(r.sandbox.find("perf events allowed"), std::string::npos) << r.sandbox;
 }
 
+// ncu's front end and the library it injects talk over TCP: a profiler pass may open inet sockets, inside a network
+// namespace of the run's own (loopback only, implied by allow_loopback_sockets). Regression (review before the
+// first GPU run, 2026-12-07): the filter refused AF_INET in profiler passes too.
+TEST(Sandbox, ProfilerPassesMayUseLoopbackInANetworkNamespaceOfTheirOwn) {
+  if (!SeccompHere()) GTEST_SKIP() << SeccompSupport();
+  const std::string code = SandboxProbes(
+      "import socket\n"
+      "def echo():\n"
+      "    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
+      "    srv.bind(('127.0.0.1', 0)); srv.listen(1)\n"
+      "    cli = socket.create_connection(srv.getsockname(), timeout=5)\n"
+      "    conn, _ = srv.accept(); cli.sendall(b'x'); assert conn.recv(1) == b'x'\n"
+      "def outside():\n"
+      "    socket.create_connection(('192.0.2.1', 9), timeout=2)\n"  // TEST-NET-1: no route in a fresh netns
+      "PROBES = {'loopback': echo, 'outside': outside,\n"
+      "          'inet6': lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).close()}\n");
+  ProcessOptions o = SandboxPy(code);
+  o.sandbox = SandboxOf(/*perf=*/true);
+  o.sandbox->allow_loopback_sockets = true;
+  ProcessRun r = RunProcess(o);
+  ASSERT_EQ(r.reason, TerminationReason::kExited) << r.result.stderr_text << r.result.message.value_or("");
+  const std::string& out = r.result.stdout_text;
+  EXPECT_NE(out.find("loopback ok\n"), std::string::npos) << out << r.result.stderr_text;
+  EXPECT_NE(out.find("inet6 ok\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("outside ENETUNREACH\n"), std::string::npos) << out;  // no host network
+  EXPECT_TRUE(r.network_isolated) << r.network_note;
+  EXPECT_NE(r.sandbox.find("inet sockets in the run's own network namespace"), std::string::npos) << r.sandbox;
+  // And carried to warm starts like the other sandbox fields.
+  ProcessOptions back;
+  ParseChildContainmentRequest(ChildContainmentRequest(o), &back);
+  ASSERT_TRUE(back.sandbox.has_value());
+  EXPECT_TRUE(back.sandbox->allow_loopback_sockets);
+}
+
 TEST(Sandbox, LoadingAKernelModuleKillsTheProcessWithSigsys) {
   if (!SeccompHere()) GTEST_SKIP() << SeccompSupport();
   // init_module with a garbage image: the filter traps it before the kernel looks at it.
