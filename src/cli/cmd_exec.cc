@@ -1,12 +1,17 @@
 // kf exec — runs one command under the process runner (kf::RunProcess) and prints the ProcessRun.
 //
 //   kf exec [options] -- CMD ARGS...
+// --sandbox isolates the command as a candidate's test process is isolated (harness/isolation.hpp: Landlock, the
+// unprivileged sandbox user, the seccomp filter, HOME and the temp variables in a private directory that is also
+// its working directory and the only place it may write; --read DIR adds readable directories).
 // Exit code: the child's exit code when it exited on its own, 128+N when a signal N killed it, 124 when a
 // timeout or limit ended it (wall, inactivity, end marker, memory, processes, output, CPU, file size),
 // 127 when it could not be started.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +21,8 @@
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/process.hpp"
+#include "core/temp_dir.hpp"
+#include "harness/isolation.hpp"
 
 namespace kf::cli {
 namespace {
@@ -80,8 +87,8 @@ struct ExecArgs {
   double kill_grace = 2.0;
   std::string end_marker, memory, fsize, output_cap, output_kill, cwd;
   std::optional<uint64_t> cpu, nofile, nproc;
-  std::vector<std::string> env, allow_secret;
-  bool no_network = false, shell = false, force_subreaper = false, print_env = false, summary = false,
+  std::vector<std::string> env, allow_secret, read;
+  bool sandbox = false, no_network = false, shell = false, force_subreaper = false, print_env = false, summary = false,
        json = false, live = false, no_inherit = false;
 };
 
@@ -104,6 +111,10 @@ void Setup(CLI::App& app, int* exit_code) {
   sub->add_option("--nofile", args->nofile, "Open files limit");
   sub->add_option("--nproc", args->nproc, "Process/thread limit of the whole tree (cgroup pids.max)");
   sub->add_flag("--no-network", args->no_network, "Run in a fresh network namespace (loopback only)");
+  sub->add_flag("--sandbox", args->sandbox,
+                "Isolate it as candidates' test processes are: Landlock, the unprivileged sandbox user, seccomp; "
+                "it works and writes only in a private temp directory");
+  sub->add_option("--read", args->read, "With --sandbox: a directory it may also read (repeatable)");
   sub->add_option("--output-cap", args->output_cap, "Bytes kept per stream (default 1M)");
   sub->add_option("--output-kill", args->output_kill, "Kill when a stream produced more than this");
   sub->add_option("--env", args->env, "Set K=V in the child (repeatable)");
@@ -161,6 +172,20 @@ void Setup(CLI::App& app, int* exit_code) {
       o.on_line = [](bool is_stderr, const std::string& line) {
         std::fprintf(stderr, "%s %s\n", is_stderr ? "[err]" : "[out]", line.c_str());
       };
+    }
+    std::optional<TempDir> private_dir;
+    if (args->sandbox) {
+      if (!o.cwd.empty()) {
+        throw Error(ErrorKind::kInvalidArgument, "--sandbox runs the command in a private directory of its own; "
+                    "give it what it reads with --read DIR", "", "--cwd");
+      }
+      private_dir.emplace(std::filesystem::path{}, "kf-exec-");
+      OpenToChildren(private_dir->path());
+      const std::filesystem::path work = private_dir->path() / "work";
+      IsolateChild(o, {}, work, std::vector<std::filesystem::path>(args->read.begin(), args->read.end()));
+      o.cwd = work;
+    } else if (!args->read.empty()) {
+      throw Error(ErrorKind::kInvalidArgument, "--read needs --sandbox", "", "--read");
     }
     ProcessRun run = RunProcess(o);
     if (args->summary) {

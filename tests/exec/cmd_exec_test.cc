@@ -73,5 +73,27 @@ TEST_F(KfExec, BadOptionValues) {
   EXPECT_NE(out.find("--memory"), std::string::npos);
 }
 
+// --sandbox: the command is isolated as a candidate's test process is (Landlock, the sandbox user when kf is root,
+// seccomp), works in a private directory and may write only there. README: "run a command exactly as candidates
+// are run" was true of limits and the environment only (review, 2026-12-07).
+TEST_F(KfExec, SandboxIsolatesTheCommandLikeACandidate) {
+  kf::testing::TempDir outside;
+  auto [rc, out] = kf::testing::RunShell(
+      Kf() + " exec --sandbox -- sh -c 'echo ok > here.txt && cat here.txt; cat /etc/shadow; echo x > " +
+      (outside.path() / "escape.txt").string() + "; pwd'");
+  Json j = Json::parse(out);
+  const std::string o = j["result"]["stdout"].get<std::string>();
+  EXPECT_EQ(o.rfind("ok\n", 0), 0u) << out;  // its own directory is writable
+  EXPECT_NE(o.find("kf-exec-"), std::string::npos) << out;  // pwd: the private directory
+  EXPECT_FALSE(std::filesystem::exists(outside.path() / "escape.txt")) << out;
+  EXPECT_NE(j["result"]["stderr"].get<std::string>().find("/etc/shadow"), std::string::npos) << out;
+  EXPECT_EQ(rc, 0) << out;  // pwd's status
+  auto [rc2, out2] = kf::testing::RunShell(Kf() + " exec --sandbox --cwd / -- true");
+  EXPECT_EQ(rc2, 3) << out2;
+  EXPECT_NE(out2.find("--cwd"), std::string::npos) << out2;
+  auto [rc3, out3] = kf::testing::RunShell(Kf() + " exec --read /tmp -- true");
+  EXPECT_EQ(rc3, 3) << out3;
+}
+
 }  // namespace
 }  // namespace kf
