@@ -1,13 +1,16 @@
 // Importer of KernelBench problems (ScalingIntelligence/KernelBench: a `class Model(nn.Module)`,
 // `get_inputs()`, `get_init_inputs()` and module-level size integers) into reference-format task packages
-// whose REFERENCE is the problem and whose EVOLVE block is a C++ CPU torch extension (`kf import-kernelbench`).
+// whose REFERENCE is the problem and whose EVOLVE block is a torch extension (`kf import-kernelbench`): a C++ CPU
+// one (kernel.cpp, OpenMP, gpu_arch cpu), or with --gpu a CUDA one (kernel.cu built by nvcc, language cuda,
+// gpu_arch e.g. "90"; inputs and model on the CUDA device, as KernelBench's own GPU evaluation has them).
 //
 // Generated package (DIR):
 //   problem.py   the problem, top-level sizes rewritten by --set, wrapped in [REFERENCE_START]/[REFERENCE_END]
 //   kernel.cpp   torch extension (module kb_kernel) exporting `forward`; EVOLVE block = a correct starting
-//                point that calls back into problem.Model through pybind11
+//   (.cu: GPU)   point that calls back into problem.Model through pybind11
 //   task.py      TestBase subclass: build(), test_output_shapes_match[seed], test_matches_reference[seed],
-//                test_benchmark (performance)
+//                test_benchmark (performance); GPU: every test skips without a CUDA device
+//   sides.py     the reference and candidate factories (CPU: each in an executor process; GPU: in the test process)
 //   conftest.py, config.yaml
 // Calling convention of `forward`: forward(*inputs, *model_state_tensors, *init_inputs) with inputs =
 // get_inputs(), model_state_tensors = Model(*get_init_inputs()).state_dict() values in order, init_inputs =
@@ -68,6 +71,12 @@ Json IntrospectKernelBenchProblem(const std::string& problem_source, const std::
                                   const std::string& python = TaskPythonInterpreter(),
                                   std::chrono::milliseconds timeout = std::chrono::seconds(180));
 
+/// Where a generated package's candidate runs: a C++ CPU torch extension (kernel.cpp) or a CUDA one (kernel.cu).
+struct KernelBenchTarget {
+  bool gpu = false;            ///< false: CPU (gpu_arch "cpu", language cpp); true: CUDA (language cuda)
+  std::string gpu_arch = "90";  ///< with gpu: the config's gpu_arch, a CUDA architecture ("90", "sm_90", "Hopper", …)
+};
+
 /// Everything the package renderer needs.
 struct KernelBenchPackageSpec {
   std::string task_name;                          ///< e.g. "kb_l1_19_relu"
@@ -75,10 +84,13 @@ struct KernelBenchPackageSpec {
   std::string problem_source;                     ///< already size-rewritten source
   std::vector<std::pair<std::string, std::string>> sets;  ///< the --set overrides (documentation only)
   Json introspection;                             ///< IntrospectKernelBenchProblem's result
+  KernelBenchTarget target;                       ///< CPU or CUDA package
 };
 
-/// Renders the package files {relative path: content} (problem.py, kernel.cpp, task.py, conftest.py,
-/// config.yaml). Pure. Throws kf::Error(kUnsupported) for an introspected argument kind without a C++ type.
+/// Renders the package files {relative path: content} (problem.py, kernel.cpp or kernel.cu, task.py, sides.py,
+/// conftest.py, config.yaml). Pure. Throws kf::Error(kUnsupported) for an introspected argument kind without a C++
+/// type, kf::Error(kInvalidArgument, field "--gpu-arch") for a GPU target whose gpu_arch is not a CUDA
+/// architecture (IsCudaArch, profile.hpp).
 std::map<std::string, std::string> RenderKernelBenchPackage(const KernelBenchPackageSpec& spec);
 
 /// The C++ parameter type of one introspected argument ({"kind": …}): "torch::Tensor", "int64_t", "double",
@@ -92,6 +104,7 @@ struct KernelBenchImportOptions {
   std::string task_name;                                       ///< --name; empty = KernelBenchTaskName(problem)
   std::filesystem::path output_dir;                            ///< -o DIR (created; must be empty or absent)
   bool overwrite = false;                                      ///< --force: replace files in a non-empty DIR
+  KernelBenchTarget target;                                    ///< --gpu, --gpu-arch
   std::string python = TaskPythonInterpreter();  ///< interpreter with torch (resources.hpp)
   std::chrono::milliseconds introspect_timeout = std::chrono::seconds(180);
 };

@@ -1,11 +1,13 @@
 // kf import-kernelbench — writes a task package from a KernelBench problem (include/kernelfoundry/kernelbench.hpp).
 //
-//   kf import-kernelbench PROBLEM.py [--set NAME=VALUE]… [--name TASK] -o DIR [--force] [--list-sizes]
+//   kf import-kernelbench PROBLEM.py [--set NAME=VALUE]… [--name TASK] [--gpu [--gpu-arch ARCH]] -o DIR [--force]
+//                         [--list-sizes]
 //
 // --set rewrites a top-level `NAME = <number>` line of the problem (GPU-scale sizes -> CPU-scale); an unknown
 // NAME or a non-numeric VALUE is an error (exit 3) naming it. --list-sizes prints the settable sizes and exits.
-// The package's kernel.cpp exports forward(*inputs, *model_state_tensors, *init_inputs); its EVOLVE block is a
-// correct starting point that calls back into the PyTorch Model.
+// The package's kernel.cpp (with --gpu: kernel.cu, a CUDA torch extension for gpu_arch ARCH, default 90) exports
+// forward(*inputs, *model_state_tensors, *init_inputs); its EVOLVE block is a correct starting point that calls
+// back into the PyTorch Model.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -27,6 +29,8 @@ struct ImportOptions {
   std::string output;
   bool force = false;
   bool list_sizes = false;
+  bool gpu = false;
+  std::string gpu_arch;
 };
 
 std::string ReadAll(const std::string& path) {
@@ -55,6 +59,12 @@ int RunImport(const ImportOptions& o) {
   if (o.output.empty()) throw Error(ErrorKind::kInvalidArgument, "-o DIR is required", "", "-o");
   io.output_dir = o.output;
   io.overwrite = o.force;
+  if (!o.gpu_arch.empty() && !o.gpu) {
+    throw Error(ErrorKind::kInvalidArgument, "--gpu-arch needs --gpu (a CPU package's gpu_arch is cpu)", "",
+                "--gpu-arch");
+  }
+  io.target.gpu = o.gpu;
+  if (!o.gpu_arch.empty()) io.target.gpu_arch = o.gpu_arch;
   KernelBenchImportResult r = ImportKernelBench(io);
   const Json& in = r.introspection;
   std::printf("wrote task %s to %s (%zu input(s), %zu state tensor(s), %zu init input(s)):", r.task_name.c_str(),
@@ -75,6 +85,8 @@ KF_REGISTER_COMMAND("import-kernelbench", [](CLI::App& app, int* exit_code) {
   cmd->add_option("-o,--output", o->output, "Output folder (created; must be empty unless --force)");
   cmd->add_flag("--force", o->force, "Overwrite the files of a non-empty output folder");
   cmd->add_flag("--list-sizes", o->list_sizes, "Print the settable sizes (NAME = EXPR) and exit");
+  cmd->add_flag("--gpu", o->gpu, "A CUDA torch-extension task (kernel.cu, inputs and model on the CUDA device)");
+  cmd->add_option("--gpu-arch", o->gpu_arch, "With --gpu: the config's gpu_arch (default 90: H100/H200)");
   cmd->callback([o, exit_code]() { *exit_code = RunImport(*o); });
 });
 

@@ -18,6 +18,7 @@
 #include "core/temp_dir.hpp"
 #include "harness/isolation.hpp"
 #include "kernelfoundry/process.hpp"
+#include "kernelfoundry/profile.hpp"
 #include "pipeline/kernelbench_templates.hpp"
 
 namespace kf {
@@ -116,6 +117,16 @@ std::string Describe(const Json& arg) {
 struct Param {
   std::string cpp_type, name, doc;
 };
+
+// A GPU target's gpu_arch must name a CUDA architecture (it becomes config.yaml's gpu_arch and nvcc's target).
+void CheckTarget(const KernelBenchTarget& target) {
+  if (target.gpu && !IsCudaArch(target.gpu_arch)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                fmt::format("'{}' is not a CUDA architecture (expected e.g. 90, sm_90, 9.0, 90a or Hopper)",
+                            target.gpu_arch),
+                "", "--gpu-arch");
+  }
+}
 
 }  // namespace
 
@@ -318,6 +329,9 @@ std::map<std::string, std::string> RenderKernelBenchPackage(const KernelBenchPac
   std::string sets_doc;
   for (const auto& [n, v] : spec.sets) sets_doc += " --set " + n + "=" + v;
   std::string user_sig = "#   forward(" + join(params) + ")\n";
+  const KernelBenchTarget& target = spec.target;
+  CheckTarget(target);
+  const std::string kernel_file = target.gpu ? "kernel.cu" : "kernel.cpp";
 
   std::map<std::string, std::string> values = {
       {"TASK_NAME", spec.task_name},
@@ -335,6 +349,18 @@ std::map<std::string, std::string> RenderKernelBenchPackage(const KernelBenchPac
       {"SIZES", sizes.empty() ? "none" : sizes},
       {"USER_SIGNATURE", user_sig},
       {"SETS_DOC", sets_doc.empty() ? std::string() : " with" + sets_doc},
+      {"KERNEL_FILE", kernel_file},
+      {"DEVICE", target.gpu ? "cuda" : "cpu"},
+      {"LANGUAGE", target.gpu ? "cuda" : "cpp"},
+      {"GPU_ARCH", target.gpu ? "\"" + target.gpu_arch + "\"" : "cpu"},
+      {"EXTENSION_KIND", target.gpu ? "CUDA torch extension" : "C++ CPU torch extension"},
+      {"CANDIDATE_DOC", target.gpu ? "the CUDA torch extension in kernel.cu (nvcc)"
+                                   : "the C++ CPU torch extension in kernel.cpp (OpenMP)"},
+      {"EVOLVE_HINT", target.gpu ? "CUDA kernels launched on torch's current stream"
+                                 : "a native C++ / OpenMP implementation"},
+      {"TENSOR_CONTRACT", target.gpu ? "Tensors are contiguous CUDA tensors\n# on the current device; launch work "
+                                       "on torch's current stream (c10::cuda::getCurrentCUDAStream())."
+                                     : "Tensors are contiguous CPU tensors;\n# OpenMP is available (-fopenmp)."},
   };
   std::map<std::string, std::string> files;
   files["problem.py"] = fmt::format(
@@ -342,7 +368,7 @@ std::map<std::string, std::string> RenderKernelBenchPackage(const KernelBenchPac
       "# [REFERENCE_START]\n{}{}# [REFERENCE_END]\n",
       spec.problem_file, values["SETS_DOC"], spec.problem_source,
       (spec.problem_source.empty() || spec.problem_source.back() == '\n') ? "" : "\n");
-  files["kernel.cpp"] = kernelbench::SubstituteTemplate(kernelbench::kKernelCpp, values);
+  files[kernel_file] = kernelbench::SubstituteTemplate(kernelbench::kKernelCpp, values);
   files["task.py"] = kernelbench::SubstituteTemplate(kernelbench::kTaskPy, values);
   files["config.yaml"] = kernelbench::SubstituteTemplate(kernelbench::kConfigYaml, values);
   files["conftest.py"] = std::string(kernelbench::kConftestPy);
@@ -374,6 +400,7 @@ KernelBenchImportResult ImportKernelBench(const KernelBenchImportOptions& o) {
                 o.output_dir.string(), "-o");
   }
   std::string sized = ApplyKernelBenchSizes(source, o.sets, file);
+  CheckTarget(o.target);  // before the introspection's seconds
 
   KernelBenchPackageSpec spec;
   spec.task_name = task_name;
@@ -381,6 +408,7 @@ KernelBenchImportResult ImportKernelBench(const KernelBenchImportOptions& o) {
   spec.problem_file = (parent.empty() ? o.problem.filename() : parent / o.problem.filename()).string();
   spec.problem_source = sized;
   spec.sets = o.sets;
+  spec.target = o.target;
   spec.introspection = IntrospectKernelBenchProblem(sized, file, o.python, o.introspect_timeout);
   std::map<std::string, std::string> files = RenderKernelBenchPackage(spec);
 

@@ -154,6 +154,65 @@ TEST(KernelBenchRender, Level2PackageFollowsTheCallingConvention) {
   }
 }
 
+// --gpu (issue 27): the same calling convention as a CUDA torch extension: kernel.cu, language cuda, the config's
+// gpu_arch, inputs and model on the CUDA device, the sides called in the test process (CUDA tensors cannot cross
+// to an executor), every test skipped without a device.
+TEST(KernelBenchRender, GpuPackageIsACudaTorchExtension) {
+  KernelBenchPackageSpec spec = GemmSpec();
+  spec.target.gpu = true;
+  std::map<std::string, std::string> files = RenderKernelBenchPackage(spec);
+  ASSERT_EQ(files.size(), 6u);
+  EXPECT_EQ(files.count("kernel.cpp"), 0u);
+  const std::string& k = files["kernel.cu"];
+  EXPECT_TRUE(Has(k, "as a CUDA torch extension (task kb_l2_12_gemm_multiply_leakyrelu")) << k;
+  EXPECT_TRUE(Has(k, "torch::Tensor forward(torch::Tensor x, torch::Tensor gemm_weight,")) << k;
+  EXPECT_TRUE(Has(files["config.yaml"], "language: cuda\ngpu_arch: \"90\"\n")) << files["config.yaml"];
+  const std::string& t = files["task.py"];
+  EXPECT_TRUE(Has(t, "KERNEL_FILE = \"kernel.cu\"\nDEVICE = \"cuda\"\n")) << t;
+  EXPECT_TRUE(Has(t, "pytest.mark.skipif(not torch.cuda.is_available(), reason=\"no CUDA device\")")) << t;
+  EXPECT_TRUE(Has(t, "# order; init_inputs = problem.get_init_inputs() (ints as int64_t, floats as double). Tensors are "
+                     "contiguous CUDA tensors\n# on the current device;")) << t;
+  EXPECT_TRUE(Has(files["sides.py"], "DEVICE = \"cuda\"\n")) << files["sides.py"];
+  spec.target.gpu_arch = "Hopper";
+  EXPECT_TRUE(Has(RenderKernelBenchPackage(spec)["config.yaml"], "gpu_arch: \"Hopper\"\n"));
+  spec.target.gpu_arch = "bmg";  // an Intel GPU: not for a CUDA extension
+  try {
+    RenderKernelBenchPackage(spec);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_EQ(e.field(), "--gpu-arch");
+    EXPECT_TRUE(Has(e.message(), "'bmg' is not a CUDA architecture")) << e.message();
+  }
+  // The CPU package keeps its executor and its host tensors.
+  std::map<std::string, std::string> cpu = RenderKernelBenchPackage(GemmSpec());
+  EXPECT_TRUE(Has(cpu["task.py"], "KERNEL_FILE = \"kernel.cpp\"\nDEVICE = \"cpu\"\n")) << cpu["task.py"];
+  EXPECT_TRUE(Has(cpu["task.py"], "OpenMP is available (-fopenmp).")) << cpu["task.py"];
+}
+
+TEST(KernelBenchCli, GpuImportIsAValidCudaTaskAndBadArchsAreRefused) {
+  TempDir tmp;
+  fs::path out = tmp.path() / "gelu";
+  const std::string problem = Q(Problem("level1/88_MinGPTNewGelu.py"));
+  auto [rc, text] = RunShell(testing::KfCommand("import-kernelbench " + problem +
+                                                " --gpu --set batch_size=4 --set dim=8 -o " + Q(out)));
+  ASSERT_EQ(rc, 0) << text;
+  EXPECT_TRUE(fs::is_regular_file(out / "kernel.cu"));
+  EXPECT_FALSE(fs::exists(out / "kernel.cpp"));
+  auto [vrc, vtext] = RunShell(testing::KfCommand("validate " + Q(out)));
+  EXPECT_EQ(vrc, 0) << vtext;
+  EXPECT_TRUE(Has(vtext, "valid pytest task (6 correctness test(s), 1 performance test(s))")) << vtext;
+  auto [rc2, text2] = RunShell(testing::KfCommand("import-kernelbench " + problem + " --gpu --gpu-arch lnl -o " +
+                                                  Q(tmp.path() / "bad")));
+  EXPECT_EQ(rc2, 3) << text2;
+  EXPECT_TRUE(Has(text2, "--gpu-arch: 'lnl' is not a CUDA architecture")) << text2;
+  EXPECT_FALSE(fs::exists(tmp.path() / "bad"));
+  auto [rc3, text3] = RunShell(testing::KfCommand("import-kernelbench " + problem + " --gpu-arch 90 -o " +
+                                                  Q(tmp.path() / "bad")));
+  EXPECT_EQ(rc3, 3) << text3;
+  EXPECT_TRUE(Has(text3, "--gpu-arch needs --gpu")) << text3;
+}
+
 TEST(KernelBenchCli, ImportWritesPackageAndRejectsBadSizes) {
   TempDir tmp;
   fs::path out = tmp.path() / "relu";
