@@ -5,7 +5,10 @@ with its 95 % interval, time, device conditions) and summary.json. Exit 0 when e
 Usage: device_check_summary.py OUT_DIR CASES_TSV DRY_RUN(yes|no)
 Expectations: identical (correct or noisy), faster (correct or noisy, speedup > 1), honest (correct or noisy, and
 no faster than the task's fast case x 1.25: the side-stream work was timed), output_changed_under_timing (that
-status or detail), profiled (correct or noisy, an ncu trace in test_result.trace_results), valid (exit 0)."""
+status or detail), no_gain (a cheat that either was caught under timing: output_changed_under_timing or
+suspicious, or gained nothing: correct or noisy and honest as above), profiled (correct or noisy, an ncu trace in
+test_result.trace_results), valid (exit 0), input (a step that prepares a case's input: exit 0). A case the
+check's deadline left no time for has exit code -1 and does not meet its expectation."""
 
 import json
 import sys
@@ -39,15 +42,19 @@ def judge(row: dict, fast_speedup: dict) -> tuple:
     """(met, why) for one case."""
     expect, status, speedup = row["expect"], row["status"], row["speedup"]
     text = f"{status} {row['detail']}"
-    if expect == "valid":
+    if row["exit"] == -1:
+        return False, "not run: the check's deadline was reached"
+    if expect in ("valid", "input"):
         return row["exit"] == 0, f"exit {row['exit']}"
     if expect == "output_changed_under_timing":
         return "output_changed_under_timing" in text, status
+    if expect == "no_gain" and ("output_changed_under_timing" in text or status == "suspicious"):
+        return True, f"caught: {status}"
     if status not in OK_FAMILY:
         return False, f"status {status}"
     if expect == "faster":
         return speedup is not None and speedup > 1.0, f"speedup {speedup}"
-    if expect == "honest":
+    if expect in ("honest", "no_gain"):
         ref = fast_speedup.get(row["task"])
         if ref is None or speedup is None:
             return True, "no fast case to compare with"
@@ -72,7 +79,7 @@ def main() -> int:
                 doc = {"status": f"unreadable json ({e})"}
         rec = first_paired(doc)
         rows.append({"name": name, "expect": expect, "exit": int(rc), "seconds": int(seconds), "task": task,
-                     "status": doc.get("status", "-" if expect == "valid" else "no result"),
+                     "status": doc.get("status", "-" if expect in ("valid", "input") else "no result"),
                      "detail": str(doc.get("status_detail") or "")[:300], "speedup": rec.get("speedup"),
                      "ci": rec.get("ci"), "rounds": rec.get("rounds"), "traces": traces(doc),
                      "device": device_of(doc)})
