@@ -14,7 +14,7 @@
 // Starting point: CORRECT but not fast. It computes the reference by calling back into the PyTorch Model of
 // problem.py through pybind11: the Model is built once from the init inputs, and the state tensors passed in
 // are used as its parameters and buffers on every call. It is an honest baseline (speedup about 1x) that
-// an optimiser can replace with {{EVOLVE_HINT}} of the same signature.
+// an optimiser can replace with {{EVOLVE_HINT}}, keeping the signature.
 namespace py = pybind11;
 
 static py::object& ProblemModel({{INIT_PARAMS}}) {
