@@ -46,7 +46,8 @@ stage=no
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=yes;;
-    --bundle) bundle=$2; shift;;
+    --bundle) [ $# -ge 2 ] || { echo "usage: $0 [--dry-run] [--bundle TARBALL] | --stage" >&2; exit 2; }
+              bundle=$2; shift;;
     --stage) stage=yes;;
     *) echo "usage: $0 [--dry-run] [--bundle TARBALL] | --stage" >&2; exit 2;;
   esac
@@ -55,19 +56,29 @@ done
 
 # The KernelBench problem of the --gpu import: staged into dist/ here, read from ../shared when it is beside us.
 kb_file=88_MinGPTNewGelu.py
+# kb_problem [staged]: the first that exists of $KF_KERNELBENCH_PROBLEM (it must be that file), the staged copy
+# (unless the argument is "no": staging reads the originals), $KF_SHARED_DIR's and ../shared's.
 kb_problem() {
-  for p in "${KF_KERNELBENCH_PROBLEM:-}" "$root/dist/kernelbench/$kb_file" \
-           "${KF_SHARED_DIR:-/nonexistent}/kernelbench/level1/$kb_file" "$root/../shared/kernelbench/level1/$kb_file"; do
+  if [ -n "${KF_KERNELBENCH_PROBLEM:-}" ]; then
+    [ "$(basename "$KF_KERNELBENCH_PROBLEM")" = "$kb_file" ] && [ -f "$KF_KERNELBENCH_PROBLEM" ] ||
+      { echo "device-check: KF_KERNELBENCH_PROBLEM must name an existing $kb_file" >&2; return 1; }
+    echo "$KF_KERNELBENCH_PROBLEM"; return 0
+  fi
+  staged=$root/dist/kernelbench/$kb_file
+  [ "${1:-yes}" = no ] && staged=
+  for p in "$staged" "${KF_SHARED_DIR:-/nonexistent}/kernelbench/level1/$kb_file" \
+           "$root/../shared/kernelbench/level1/$kb_file"; do
     if [ -n "$p" ] && [ -f "$p" ]; then echo "$p"; return 0; fi
   done
   return 1
 }
 if [ "$stage" = yes ]; then
-  src=$(kb_problem) || { echo "device-check: $kb_file not found (set KF_SHARED_DIR or KF_KERNELBENCH_PROBLEM)" >&2; exit 2; }
-  mkdir -p "$root/dist/kernelbench"
-  cp "$src" "$root/dist/kernelbench/$kb_file"
-  [ -f "$(dirname "$src")/../LICENSE" ] && cp "$(dirname "$src")/../LICENSE" "$root/dist/kernelbench/LICENSE"
-  echo "$root/dist/kernelbench/$kb_file"
+  src=$(kb_problem no) || { echo "device-check: $kb_file not found (set KF_SHARED_DIR or KF_KERNELBENCH_PROBLEM)" >&2; exit 2; }
+  dest=$root/dist/kernelbench
+  { mkdir -p "$dest" && rm -f "$dest/$kb_file" "$dest/LICENSE" && cp "$src" "$dest/$kb_file" &&
+    { [ ! -f "$(dirname "$src")/../LICENSE" ] || cp "$(dirname "$src")/../LICENSE" "$dest/LICENSE"; }; } ||
+    { echo "device-check: could not stage $src into $dest" >&2; exit 1; }
+  echo "$dest/$kb_file"
   exit 0
 fi
 
@@ -79,6 +90,7 @@ out=$(cd "$out" && pwd)
 started=$(date +%s)
 deadline=$((started + ${KF_CHECK_BUDGET_S:-500}))
 work=$(mktemp -d "${TMPDIR:-/tmp}/kf-device-check.XXXXXX")
+trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"  # the sandbox user reads the unpacked bundle (mktemp: 0700)
 detail=$work/detail  # every log and verdict JSON: packed into $out/device-check.tgz
 mkdir -p "$detail"
@@ -180,6 +192,7 @@ warm() {
   task=$1; shift
   left=$((deadline - $(date +%s) - 120))
   [ "$left" -gt 300 ] && left=300
+  [ "$left" -lt 30 ] && left=30
   KF_TIMING_BUDGET_S=0.5 KF_TIMING_PROCESSES=1 timeout "$left" "$kf" run "$tasks/$task" --candidates "$@" -j 4 \
     --no-store --no-verdict-cache >"$detail/warm-$task.log" 2>&1
   log "warm builds $task: exit $?"
@@ -214,7 +227,7 @@ else
   if grep -q '"status": *"skipped"' "$detail/torch_identical.json" 2>/dev/null; then
     log "torch_identical was skipped: CUDA is not usable inside kf's sandbox here; stopping (its log follows)"
     tail -40 "$detail/torch_identical.log" | tee -a "$out/progress.log"
-    report; rm -rf "$work"; exit 1
+    report; exit 1
   fi
   case_run torch_fast 120 faster cuda_bias_relu_torch --candidate "$cands/cuda_bias_relu_torch/fast.cu"
   case_run softmax_identical 120 identical cuda_softmax --candidate "$cands/cuda_softmax/identical.cu"
@@ -239,5 +252,4 @@ report
 rc=$?
 cat "$out/summary.txt"
 log "done: summary in $out/summary.txt, everything in $out/device-check.tgz (exit $rc)"
-rm -rf "$work"
 exit $rc

@@ -114,11 +114,15 @@ void Setup(CLI::App& app, int* exit_code) {
   sub->add_flag("--sandbox", args->sandbox,
                 "Isolate it as candidates' test processes are: Landlock, the unprivileged sandbox user, seccomp; "
                 "it works and writes only in a private temp directory");
-  sub->add_option("--read", args->read, "With --sandbox: a directory it may also read (repeatable)");
+  // One value per occurrence: a repeatable option that took several would swallow the `--` before the command
+  // (CLI11 ends the values there and goes on parsing options: `kf exec --read D -- ls -la` failed on -la).
+  sub->add_option("--read", args->read, "With --sandbox: an absolute path it may also read (repeatable)")
+      ->allow_extra_args(false);
   sub->add_option("--output-cap", args->output_cap, "Bytes kept per stream (default 1M)");
   sub->add_option("--output-kill", args->output_kill, "Kill when a stream produced more than this");
-  sub->add_option("--env", args->env, "Set K=V in the child (repeatable)");
-  sub->add_option("--allow-secret", args->allow_secret, "Let this secret-looking variable pass (repeatable)");
+  sub->add_option("--env", args->env, "Set K=V in the child (repeatable)")->allow_extra_args(false);
+  sub->add_option("--allow-secret", args->allow_secret, "Let this secret-looking variable pass (repeatable)")
+      ->allow_extra_args(false);
   sub->add_flag("--no-inherit-env", args->no_inherit, "Do not pass the allow-listed part of our environment");
   sub->add_option("--cwd", args->cwd, "Working directory of the child");
   sub->add_flag("--shell", args->shell, "Run the command string through /bin/sh -c");
@@ -178,6 +182,13 @@ void Setup(CLI::App& app, int* exit_code) {
       if (!o.cwd.empty()) {
         throw Error(ErrorKind::kInvalidArgument, "--sandbox runs the command in a private directory of its own; "
                     "give it what it reads with --read DIR", "", "--cwd");
+      }
+      for (const std::string& r : args->read) {
+        std::error_code ec;
+        if (r.empty() || r.front() != '/' || !std::filesystem::exists(r, ec)) {
+          throw Error(ErrorKind::kInvalidArgument, "expected an absolute path that exists, got '" + r + "'", "",
+                      "--read");
+        }
       }
       private_dir.emplace(std::filesystem::path{}, "kf-exec-");
       OpenToChildren(private_dir->path());

@@ -10,6 +10,7 @@
 // back into the PyTorch Model.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ struct ImportOptions {
   bool force = false;
   bool list_sizes = false;
   bool gpu = false;
-  std::string gpu_arch;
+  std::optional<std::string> gpu_arch;  ///< given (even empty) or not
 };
 
 std::string ReadAll(const std::string& path) {
@@ -59,12 +60,12 @@ int RunImport(const ImportOptions& o) {
   if (o.output.empty()) throw Error(ErrorKind::kInvalidArgument, "-o DIR is required", "", "-o");
   io.output_dir = o.output;
   io.overwrite = o.force;
-  if (!o.gpu_arch.empty() && !o.gpu) {
+  if (o.gpu_arch && !o.gpu) {
     throw Error(ErrorKind::kInvalidArgument, "--gpu-arch needs --gpu (a CPU package's gpu_arch is cpu)", "",
                 "--gpu-arch");
   }
   io.target.gpu = o.gpu;
-  if (!o.gpu_arch.empty()) io.target.gpu_arch = o.gpu_arch;
+  if (o.gpu_arch) io.target.gpu_arch = *o.gpu_arch;  // "" is refused with the others (CheckTarget)
   KernelBenchImportResult r = ImportKernelBench(io);
   const Json& in = r.introspection;
   std::printf("wrote task %s to %s (%zu input(s), %zu state tensor(s), %zu init input(s)):", r.task_name.c_str(),

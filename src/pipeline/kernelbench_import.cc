@@ -17,6 +17,7 @@
 #include "core/strings.hpp"
 #include "core/temp_dir.hpp"
 #include "harness/isolation.hpp"
+#include "kernelfoundry/memory_file_map.hpp"
 #include "kernelfoundry/process.hpp"
 #include "kernelfoundry/profile.hpp"
 #include "pipeline/kernelbench_templates.hpp"
@@ -117,6 +118,21 @@ std::string Describe(const Json& arg) {
 struct Param {
   std::string cpp_type, name, doc;
 };
+
+// The problem's file name (and its folder's) goes into comments, docstrings and a C++ string literal of the package:
+// letters, digits, '_', '-' and '.' only, as every KernelBench file is. Regression (stranger test, 2026-12-07): a
+// name holding a newline added keys to config.yaml (memory_limit: off), one holding \"\"\" closed task.py's
+// docstring.
+void CheckProblemFileName(const std::string& problem_file, const std::string& file) {
+  const bool plain = !problem_file.empty() && std::all_of(problem_file.begin(), problem_file.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.' || c == '/';
+  });
+  if (!plain) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "the problem's file and folder names may hold only letters, digits, '_', '-' and '.' (they are "
+                "written into the package's files)", file);
+  }
+}
 
 // A GPU target's gpu_arch must name a CUDA architecture (it becomes config.yaml's gpu_arch and nvcc's target).
 void CheckTarget(const KernelBenchTarget& target) {
@@ -318,8 +334,16 @@ std::map<std::string, std::string> RenderKernelBenchPackage(const KernelBenchPac
     for (size_t i = 0; i < state.size(); ++i) {
       call += fmt::format("  state[\"{}\"] = {};\n", in["state"][i]["name"].get<std::string>(), state[i].name);
     }
-    call += "  py::object functional_call = py::module_::import(\"torch.nn.utils.stateless\").attr(\"functional_call\");\n";
-    call += "  return functional_call(model, state, py::make_tuple(" + join(input_args) + ")).cast<torch::Tensor>();\n";
+    // torch.func.functional_call (torch >= 2.0); torch.nn.utils.stateless's is deprecated there, and all 1.13 has.
+    // Never freed, like the Model: no Python object may be released after the interpreter.
+    call += "  static py::object* functional_call = []() -> py::object* {\n"
+            "    try {\n"
+            "      return new py::object(py::module_::import(\"torch.func\").attr(\"functional_call\"));\n"
+            "    } catch (const py::error_already_set&) {\n"
+            "      return new py::object(py::module_::import(\"torch.nn.utils.stateless\").attr(\"functional_call\"));\n"
+            "    }\n"
+            "  }();\n";
+    call += "  return (*functional_call)(model, state, py::make_tuple(" + join(input_args) + ")).cast<torch::Tensor>();\n";
   }
 
   std::string sizes;
@@ -331,6 +355,7 @@ std::map<std::string, std::string> RenderKernelBenchPackage(const KernelBenchPac
   std::string user_sig = "#   forward(" + join(params) + ")\n";
   const KernelBenchTarget& target = spec.target;
   CheckTarget(target);
+  CheckProblemFileName(spec.problem_file, spec.problem_file);
   const std::string kernel_file = target.gpu ? "kernel.cu" : "kernel.cpp";
 
   std::map<std::string, std::string> values = {
@@ -350,6 +375,8 @@ std::map<std::string, std::string> RenderKernelBenchPackage(const KernelBenchPac
       {"USER_SIGNATURE", user_sig},
       {"SETS_DOC", sets_doc.empty() ? std::string() : " with" + sets_doc},
       {"KERNEL_FILE", kernel_file},
+      // On a GPU the Model's tensors that are not in its state_dict (plain attributes) must be there too.
+      {"MODEL_TO", target.gpu ? ".attr(\"to\")(\"cuda\")" : ""},
       {"DEVICE", target.gpu ? "cuda" : "cpu"},
       {"LANGUAGE", target.gpu ? "cuda" : "cpp"},
       {"GPU_ARCH", target.gpu ? "\"" + target.gpu_arch + "\"" : "cpu"},
@@ -400,29 +427,27 @@ KernelBenchImportResult ImportKernelBench(const KernelBenchImportOptions& o) {
                 o.output_dir.string(), "-o");
   }
   std::string sized = ApplyKernelBenchSizes(source, o.sets, file);
-  CheckTarget(o.target);  // before the introspection's seconds
-
   KernelBenchPackageSpec spec;
   spec.task_name = task_name;
   fs::path parent = o.problem.parent_path().filename();
   spec.problem_file = (parent.empty() ? o.problem.filename() : parent / o.problem.filename()).string();
+  CheckTarget(o.target);  // before the introspection's seconds
+  CheckProblemFileName(spec.problem_file, file);
   spec.problem_source = sized;
   spec.sets = o.sets;
   spec.target = o.target;
   spec.introspection = IntrospectKernelBenchProblem(sized, file, o.python, o.introspect_timeout);
   std::map<std::string, std::string> files = RenderKernelBenchPackage(spec);
 
-  fs::create_directories(o.output_dir, ec);
-  if (ec) throw Error(ErrorKind::kIO, "cannot create the output folder: " + ec.message(), o.output_dir.string());
+  // MemoryFileMap::ToDisk checks every path before writing and never follows a link: with --force a symlink
+  // planted as config.yaml made the import write through it outside the folder (stranger test, 2026-12-07).
+  MemoryFileMap package;
   KernelBenchImportResult result;
   for (const auto& [rel, content] : files) {
-    fs::path p = o.output_dir / rel;
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.close();
-    if (!out) throw Error(ErrorKind::kIO, "cannot write the package file", p.string());
+    package.Set(rel, content);
     result.files.push_back(rel);
   }
+  package.ToDisk(o.output_dir);
   result.task_name = task_name;
   result.output_dir = o.output_dir;
   result.introspection = spec.introspection;

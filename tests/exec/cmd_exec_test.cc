@@ -93,6 +93,14 @@ TEST_F(KfExec, SandboxIsolatesTheCommandLikeACandidate) {
   EXPECT_NE(out2.find("--cwd"), std::string::npos) << out2;
   auto [rc3, out3] = kf::testing::RunShell(Kf() + " exec --read /tmp -- true");
   EXPECT_EQ(rc3, 3) << out3;
+  // A repeatable option before `--` must not swallow it (stranger test: `--read D -- ls -la` failed on -la).
+  auto [rc4, out4] = kf::testing::RunShell(Kf() + " exec --sandbox --read /usr/share --env A=1 -- sh -c 'echo $A; "
+                                           "ls -d /usr/share'");
+  EXPECT_EQ(rc4, 0) << out4;
+  EXPECT_EQ(Json::parse(out4)["result"]["stdout"], "1\n/usr/share\n") << out4;
+  auto [rc5, out5] = kf::testing::RunShell(Kf() + " exec --sandbox --read relative/dir -- true");
+  EXPECT_EQ(rc5, 3) << out5;
+  EXPECT_NE(out5.find("--read: expected an absolute path that exists"), std::string::npos) << out5;
 }
 
 }  // namespace

@@ -130,7 +130,8 @@ TEST(KernelBenchRender, Level2PackageFollowsTheCallingConvention) {
   const std::string& p = files["problem.py"];
   EXPECT_LT(p.find("# [REFERENCE_START]\n"), p.find("class Model"));
   EXPECT_TRUE(p.size() > 18 && p.substr(p.size() - 18) == "# [REFERENCE_END]\n") << p;
-  EXPECT_TRUE(Has(files["config.yaml"], "task_name: kb_l2_12_gemm_multiply_leakyrelu\n"));
+  // Quoted: a --name such as `null` or `no` stays a string (stranger test, 2026-12-07).
+  EXPECT_TRUE(Has(files["config.yaml"], "task_name: \"kb_l2_12_gemm_multiply_leakyrelu\"\n"));
   EXPECT_TRUE(Has(files["config.yaml"], "task_origin: KernelBench\n"));
   // The candidate runs in an executor process built from sides.py; task.py never imports it.
   EXPECT_TRUE(Has(files["sides.py"], "def candidate():")) << files["sides.py"];
@@ -173,6 +174,15 @@ TEST(KernelBenchRender, GpuPackageIsACudaTorchExtension) {
   EXPECT_TRUE(Has(t, "# order; init_inputs = problem.get_init_inputs() (ints as int64_t, floats as double). Tensors are "
                      "contiguous CUDA tensors\n# on the current device;")) << t;
   EXPECT_TRUE(Has(files["sides.py"], "DEVICE = \"cuda\"\n")) << files["sides.py"];
+  EXPECT_TRUE(Has(k, ".attr(\"Model\")(in_features, out_features, multiplier, negative_slope).attr(\"to\")(\"cuda\")"))
+      << k;
+  EXPECT_TRUE(Has(k, "py::module_::import(\"torch.func\").attr(\"functional_call\")")) << k;
+  EXPECT_TRUE(Has(t, "# Implement `forward` in kernel.cu for")) << t;
+  KernelBenchPackageSpec odd = spec;
+  odd.problem_file = "level1/e\nmemory_limit: off\n#.py";  // would add a key to config.yaml
+  EXPECT_THROW(RenderKernelBenchPackage(odd), Error);
+  odd.problem_file = "level1/q\"\"\" + __import__('os').getcwd() + \"\"\".py";  // would close task.py's docstring
+  EXPECT_THROW(RenderKernelBenchPackage(odd), Error);
   spec.target.gpu_arch = "Hopper";
   EXPECT_TRUE(Has(RenderKernelBenchPackage(spec)["config.yaml"], "gpu_arch: \"Hopper\"\n"));
   spec.target.gpu_arch = "bmg";  // an Intel GPU: not for a CUDA extension
@@ -211,6 +221,15 @@ TEST(KernelBenchCli, GpuImportIsAValidCudaTaskAndBadArchsAreRefused) {
                                                   Q(tmp.path() / "bad")));
   EXPECT_EQ(rc3, 3) << text3;
   EXPECT_TRUE(Has(text3, "--gpu-arch needs --gpu")) << text3;
+  // --force never writes through a link planted in the output folder (stranger test, 2026-12-07: it did).
+  const fs::path victim = tmp.path() / "victim.txt";
+  testing::WriteFile(victim, "keep me\n");
+  fs::create_directories(tmp.path() / "linked");
+  fs::create_symlink(victim, tmp.path() / "linked" / "config.yaml");
+  auto [rc4, text4] = RunShell(testing::KfCommand("import-kernelbench " + problem + " --gpu --set batch_size=4 "
+                                                  "--set dim=8 --force -o " + Q(tmp.path() / "linked")));
+  EXPECT_NE(rc4, 0) << text4;
+  EXPECT_EQ(ReadFile(victim), "keep me\n");
 }
 
 TEST(KernelBenchCli, ImportWritesPackageAndRejectsBadSizes) {

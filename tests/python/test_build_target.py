@@ -171,7 +171,7 @@ def test_a_build_limit_inside_the_hook_exits_124_naming_it(tmp_path):
 @pytest.mark.parametrize("gpu_arch, expected", [
     ("90", "9.0"), ("sm_90", "9.0"), ("compute_90", "9.0"), ("9.0", "9.0"), ("90a", "9.0a"), ("SM_90A", "9.0a"),
     ("100", "10.0"), ("8.6+PTX", "8.6+PTX"), ("80,90", "8.0;9.0"), ("80, 86", "8.0;8.6"), ("Hopper", "Hopper"),
-    ("Ampere,90", "Ampere;9.0"),
+    ("Ampere,90", "Ampere;9.0"), ("hopper", "Hopper"), ("A100", "8.0"), ("l40s", "8.9"),
 ])
 def test_torch_cuda_arch_list_spells_capabilities_as_torch_does(gpu_arch, expected):
     assert compiler.torch_cuda_arch_list(gpu_arch) == expected

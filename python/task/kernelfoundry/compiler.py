@@ -284,13 +284,17 @@ def _run_child(cmd, env: dict, cwd: Path, timeout: float, limit: str, limit_s: f
 
 #: A compute capability as kf's configs write it: "90", "sm_90", "compute_90", "9.0", "90a", "100", "8.6+PTX".
 _CAPABILITY = re.compile(r"(?:sm_|compute_)?([0-9]{1,2})\.?([0-9])([af]?)(\+ptx)?", re.IGNORECASE)
+#: The reference's NVIDIA gpu_arch names (any case) in torch's spelling: torch's named architectures are
+#: case-sensitive ("Hopper"), and it knows no product names (A100, L4), which the reference accepts.
+_NAMED_ARCH = {"maxwell": "Maxwell", "pascal": "Pascal", "volta": "Volta", "turing": "Turing", "ampere": "Ampere",
+               "ada": "Ada", "hopper": "Hopper", "a100": "8.0", "a6000": "8.6", "l40s": "8.9", "l4": "8.9"}
 
 
 def torch_cuda_arch_list(gpu_arch: str) -> str:
     """TORCH_CUDA_ARCH_LIST for a config ``gpu_arch``: each entry of a comma, semicolon or space separated list
     that is a compute capability in one of kf's spellings ("90", "sm_90", "9.0", "90a", "100") becomes torch's
-    "<major>.<minor>[a|f][+PTX]" ("9.0", "9.0a", "10.0"); any other entry (torch's named architectures
-    "Hopper", "Ampere", …) is kept as it is. Entries are joined with ';'.
+    "<major>.<minor>[a|f][+PTX]" ("9.0", "9.0a", "10.0"); the reference's architecture and product names become
+    torch's ("hopper" -> "Hopper", "A100" -> "8.0"); any other entry is kept as it is. Entries are joined with ';'.
 
     Regression (review before the first GPU run, 2026-12-07): "90", the gpu_arch of the CUDA examples and of
     ``kf import-kernelbench --gpu``, was exported verbatim, and torch.utils.cpp_extension raised "Unknown CUDA
@@ -301,7 +305,7 @@ def torch_cuda_arch_list(gpu_arch: str) -> str:
         if m:
             out.append(f"{int(m[1])}.{m[2]}{m[3].lower()}{'+PTX' if m[4] else ''}")
         elif entry:
-            out.append(entry)
+            out.append(_NAMED_ARCH.get(entry.lower(), entry))
     return ";".join(out)
 
 

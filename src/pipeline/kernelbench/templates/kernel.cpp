@@ -19,7 +19,7 @@ namespace py = pybind11;
 
 static py::object& ProblemModel({{INIT_PARAMS}}) {
   // Built once; deliberately never freed, so that no Python object is released after the interpreter.
-  static py::object* model = new py::object(py::module_::import("problem").attr("Model")({{INIT_PY_ARGS}}));
+  static py::object* model = new py::object(py::module_::import("problem").attr("Model")({{INIT_PY_ARGS}}){{MODEL_TO}});
   return *model;
 }
 

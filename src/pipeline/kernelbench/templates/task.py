@@ -53,7 +53,7 @@ if DEVICE == "cuda":
     pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 # [USER_INSTRUCTIONS_START]
-# Implement `forward` in kernel.cpp for the KernelBench problem {{PROBLEM_FILE}} (problem.py: class Model).
+# Implement `forward` in {{KERNEL_FILE}} for the KernelBench problem {{PROBLEM_FILE}} (problem.py: class Model).
 # Calling convention: forward(*inputs, *model_state_tensors, *init_inputs) -> torch::Tensor, here:
 {{USER_SIGNATURE}}# inputs = problem.get_inputs(); model_state_tensors = Model(*get_init_inputs()).state_dict() values in
 # order; init_inputs = problem.get_init_inputs() (ints as int64_t, floats as double). {{TENSOR_CONTRACT}}
