@@ -16,8 +16,9 @@
 # What comes back: the device tool returns at most 8 files from $OUT, so $OUT holds only summary.txt,
 # summary.json, progress.log and device-check.tgz (every verdict JSON and log, machine.txt, ldd.txt). The summary and
 # the archive are rewritten after every case, so a run cut short still returns what it did.
-# Time: KF_CHECK_BUDGET_S (default 500 s; 900 s with --dry-run) for the whole check, from its start: a case gets at most the time left,
-# and a case with less than 20 s left is not run (exit -1 in the table). The cases run in order of importance.
+# Time: KF_CHECK_BUDGET_S (default 500 s; 900 s with --dry-run) for the whole check, from its start: a case gets
+# at most the time left, and a case with less than 20 s left is not run (exit -1 in the table). The cases run in
+# order of importance.
 #
 # GPU cases (each `kf run … --json`; expectation in brackets), in order:
 #   cuda_bias_relu_torch (CUDA torch     identical.cu [correct|noisy] (first: when it is `skipped`, CUDA is not
@@ -73,7 +74,8 @@ kb_problem() {
   return 1
 }
 if [ "$stage" = yes ]; then
-  src=$(kb_problem no) || { echo "device-check: $kb_file not found (set KF_SHARED_DIR or KF_KERNELBENCH_PROBLEM)" >&2; exit 2; }
+  src=$(kb_problem no) ||
+    { echo "device-check: $kb_file not found (set KF_SHARED_DIR or KF_KERNELBENCH_PROBLEM)" >&2; exit 2; }
   dest=$root/dist/kernelbench
   { mkdir -p "$dest" && rm -f "$dest/$kb_file" "$dest/LICENSE" && cp "$src" "$dest/$kb_file" &&
     { [ ! -f "$(dirname "$src")/../LICENSE" ] || cp "$(dirname "$src")/../LICENSE" "$dest/LICENSE"; }; } ||

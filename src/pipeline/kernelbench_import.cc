@@ -340,7 +340,8 @@ std::map<std::string, std::string> RenderKernelBenchPackage(const KernelBenchPac
             "    try {\n"
             "      return new py::object(py::module_::import(\"torch.func\").attr(\"functional_call\"));\n"
             "    } catch (const py::error_already_set&) {\n"
-            "      return new py::object(py::module_::import(\"torch.nn.utils.stateless\").attr(\"functional_call\"));\n"
+            "      return new py::object(\n"
+            "          py::module_::import(\"torch.nn.utils.stateless\").attr(\"functional_call\"));\n"
             "    }\n"
             "  }();\n";
     call += "  return (*functional_call)(model, state, py::make_tuple(" + join(input_args) + ")).cast<torch::Tensor>();\n";
