@@ -179,7 +179,11 @@ import_kernelbench() {
   record "import-$kb" input "$r" "$(( $(date +%s) - t0 ))" "$kb"
   log "kf import-kernelbench --gpu $kb_file: exit $r"
 }
-variant_tasks() {  # copies of two tasks with one config change each
+variant_tasks() {  # the bundle's copies of the GPU examples, changed for the check
+  # cuda_softmax runs an ncu pass on every evaluation (profile_custom_model defaults to true): not here, where
+  # every second counts; the ncu case below profiles with --profile.
+  printf 'eval_config:\n  profile_custom_model: false\n  profile_original_model: false\n' \
+    >>"$tasks/cuda_softmax/config.yaml"
   # cuda_bias_relu_torch with eval_config.timing.l2_flush: true (config.yaml ends inside eval_config)
   cp -r "$tasks/cuda_bias_relu_torch" "$tasks/cuda_bias_relu_torch_l2flush"
   printf '  timing:\n    l2_flush: true\n' >>"$tasks/cuda_bias_relu_torch_l2flush/config.yaml"

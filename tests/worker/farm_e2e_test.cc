@@ -563,11 +563,18 @@ TEST_F(FarmE2E, SlowTwoWorkersMixedCandidates) {
   EXPECT_NE(b.Log().find("SUCCESS"), std::string::npos);
   auto workers = OpenStore(db.string());
   int complete = 0;
+  std::string recorded;  // what each job was, for the failure message
   for (int id = 1;; ++id) {
     try {
-      complete += workers->GetJob(id)["status"] == "COMPLETE" ? 1 : 0;
+      Json job = workers->GetJob(id);
+      complete += job["status"] == "COMPLETE" ? 1 : 0;
+      const Json config = job["config"];
+      job.erase("config");
+      recorded += job.dump().substr(0, 600) + " test_custom=" + config.value("test_custom", Json()).dump() +
+                  " test_reference=" + config.value("test_reference", Json()).dump() + "\n";
     } catch (const Error&) {
-      EXPECT_EQ(static_cast<size_t>(id - 1), 2 * total) << "jobs recorded by the workers";
+      EXPECT_EQ(static_cast<size_t>(id - 1), 2 * total) << "jobs recorded by the workers:\n" << recorded
+                                                         << "the client said:\n" << out;
       break;
     }
   }
