@@ -280,7 +280,8 @@ std::string WarmStartSetting() {
 std::string UseWarmStart(ProcessOptions& o) {
   if (WarmStartSetting() == "off") return "warm starts are off (KF_WARM_START=off)";
   if (o.force_subreaper || !CgroupTreeContainment()) return "warm starts need a cgroup v2 per run (none here)";
-  if (o.no_network) return "warm starts do not isolate the network";
+  // A run allowed inet sockets gets its network namespace at spawn (ProcessSandbox::allow_loopback_sockets).
+  if (o.no_network || (o.sandbox && o.sandbox->allow_loopback_sockets)) return "warm starts do not isolate the network";
   if (o.use_shell || o.argv.size() < 4 || o.argv[1] != "-u" || o.argv[2] != "-m" ||
       (o.argv[3] != "pytest" && o.argv[3] != "kernelfoundry.build_target")) {
     return "only `python -u -m pytest|kernelfoundry.build_target …` runs start warm";
