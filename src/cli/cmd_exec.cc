@@ -109,22 +109,25 @@ void Setup(CLI::App& app, int* exit_code) {
   sub->add_option("--cpu", args->cpu, "CPU time limit per process, seconds");
   sub->add_option("--fsize", args->fsize, "Largest file the child may write, e.g. 100M");
   sub->add_option("--nofile", args->nofile, "Open files limit");
-  sub->add_option("--nproc", args->nproc, "Process/thread limit of the whole tree (cgroup pids.max)");
+  sub->add_option("--nproc", args->nproc, "Process/thread limit of the whole tree (cgroup pids.max)")
+      ->check(CLI::PositiveNumber);  // 0 would refuse the command itself
   sub->add_flag("--no-network", args->no_network, "Run in a fresh network namespace (loopback only)");
-  sub->add_flag("--sandbox", args->sandbox,
+  CLI::Option* sandbox = sub->add_flag("--sandbox", args->sandbox,
                 "Isolate it as candidates' test processes are: Landlock, the unprivileged sandbox user, seccomp; "
                 "it works and writes only in a private temp directory");
   // One value per occurrence: a repeatable option that took several would swallow the `--` before the command
   // (CLI11 ends the values there and goes on parsing options: `kf exec --read D -- ls -la` failed on -la).
   sub->add_option("--read", args->read, "With --sandbox: an absolute path it may also read (repeatable)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->needs(sandbox);
   sub->add_option("--output-cap", args->output_cap, "Bytes kept per stream (default 1M)");
   sub->add_option("--output-kill", args->output_kill, "Kill when a stream produced more than this");
   sub->add_option("--env", args->env, "Set K=V in the child (repeatable)")->allow_extra_args(false);
   sub->add_option("--allow-secret", args->allow_secret, "Let this secret-looking variable pass (repeatable)")
       ->allow_extra_args(false);
   sub->add_flag("--no-inherit-env", args->no_inherit, "Do not pass the allow-listed part of our environment");
-  sub->add_option("--cwd", args->cwd, "Working directory of the child");
+  // --sandbox runs the command in a private directory of its own (what it reads comes with --read DIR).
+  sub->add_option("--cwd", args->cwd, "Working directory of the child (not with --sandbox)")->excludes(sandbox);
   sub->add_flag("--shell", args->shell, "Run the command string through /bin/sh -c");
   sub->add_flag("--force-subreaper", args->force_subreaper, "Use no cgroup (subreaper containment, rlimits)");
   sub->add_flag("--print-env", args->print_env, "Print the environment the child would get and exit");
@@ -179,15 +182,15 @@ void Setup(CLI::App& app, int* exit_code) {
     }
     std::optional<TempDir> private_dir;
     if (args->sandbox) {
-      if (!o.cwd.empty()) {
-        throw Error(ErrorKind::kInvalidArgument, "--sandbox runs the command in a private directory of its own; "
-                    "give it what it reads with --read DIR", "", "--cwd");
-      }
       for (const std::string& r : args->read) {
         std::error_code ec;
         if (r.empty() || r.front() != '/' || !std::filesystem::exists(r, ec)) {
           throw Error(ErrorKind::kInvalidArgument, "expected an absolute path that exists, got '" + r + "'", "",
                       "--read");
+        }
+        if (std::filesystem::weakly_canonical(r, ec) == "/") {
+          throw Error(ErrorKind::kInvalidArgument, "'" + r + "' is the whole file system, which the sandbox exists "
+                      "to keep from the command; name the directories it reads", "", "--read");
         }
       }
       private_dir.emplace(std::filesystem::path{}, "kf-exec-");
@@ -195,8 +198,6 @@ void Setup(CLI::App& app, int* exit_code) {
       const std::filesystem::path work = private_dir->path() / "work";
       IsolateChild(o, {}, work, std::vector<std::filesystem::path>(args->read.begin(), args->read.end()));
       o.cwd = work;
-    } else if (!args->read.empty()) {
-      throw Error(ErrorKind::kInvalidArgument, "--read needs --sandbox", "", "--read");
     }
     ProcessRun run = RunProcess(o);
     if (args->summary) {

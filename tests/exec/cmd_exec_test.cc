@@ -88,11 +88,13 @@ TEST_F(KfExec, SandboxIsolatesTheCommandLikeACandidate) {
   EXPECT_FALSE(std::filesystem::exists(outside.path() / "escape.txt")) << out;
   EXPECT_NE(j["result"]["stderr"].get<std::string>().find("/etc/shadow"), std::string::npos) << out;
   EXPECT_EQ(rc, 0) << out;  // pwd's status
+  // Options that contradict --sandbox are usage errors (exit 2, as the README's exit-code table says; they were 3).
   auto [rc2, out2] = kf::testing::RunShell(Kf() + " exec --sandbox --cwd / -- true");
-  EXPECT_EQ(rc2, 3) << out2;
+  EXPECT_EQ(rc2, 2) << out2;
   EXPECT_NE(out2.find("--cwd"), std::string::npos) << out2;
   auto [rc3, out3] = kf::testing::RunShell(Kf() + " exec --read /tmp -- true");
-  EXPECT_EQ(rc3, 3) << out3;
+  EXPECT_EQ(rc3, 2) << out3;
+  EXPECT_NE(out3.find("--sandbox"), std::string::npos) << out3;
   // A repeatable option before `--` must not swallow it (stranger test: `--read D -- ls -la` failed on -la).
   auto [rc4, out4] = kf::testing::RunShell(Kf() + " exec --sandbox --read /usr/share --env A=1 -- sh -c 'echo $A; "
                                            "ls -d /usr/share'");
@@ -101,6 +103,18 @@ TEST_F(KfExec, SandboxIsolatesTheCommandLikeACandidate) {
   auto [rc5, out5] = kf::testing::RunShell(Kf() + " exec --sandbox --read relative/dir -- true");
   EXPECT_EQ(rc5, 3) << out5;
   EXPECT_NE(out5.find("--read: expected an absolute path that exists"), std::string::npos) << out5;
+  // The whole file system is not a directory it may read (stranger test, 2026-12-07: `--read /` was allowed).
+  for (const std::string root : {"/", "//", "/usr/.."}) {
+    auto [rc6, out6] = kf::testing::RunShell(Kf() + " exec --sandbox --read " + root + " -- true");
+    EXPECT_EQ(rc6, 3) << root << "\n" << out6;
+    EXPECT_NE(out6.find("is the whole file system"), std::string::npos) << out6;
+  }
+}
+
+TEST_F(KfExec, AProcessLimitOfZeroIsAUsageError) {  // stranger test, 2026-12-07: --nproc 0 was accepted
+  auto [rc, out] = kf::testing::RunShell(Kf() + " exec --nproc 0 -- true");
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--nproc"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -123,8 +123,10 @@ TEST(HardeningBuildLimitsE2E, ABusyCompilerSilentForLongerThanTheInactivityLimit
                  "  end=$(( $(date +%s) + 16 )); while [ $(date +%s) -lt $end ]; do echo working; done >/dev/null;;\n"
                  "esac\nexec c++ \"$@\"\n");
   fs::permissions(cxx, fs::perms(0755));  // the sandbox user (issue 25) runs it
+  // No precompiled header: another compiler means another PCH, which kf would first build with this wrapper
+  // (16 s of busy loop more, and the PCH's own ~30 s compile, for nothing this test looks at).
   KfRunResult r = KfRun(tmp.path(), task, ExamplePath("candidates", "bias_relu") / "fast.cpp",
-                        "CXX=" + Q(cxx.string()), "--no-store --no-reference");
+                        "KF_TORCH_PCH=off CXX=" + Q(cxx.string()), "--no-store --no-reference");
   ASSERT_TRUE(r.json.is_object()) << Why(r);
   EXPECT_EQ(r.json["status"], "no_reference") << Why(r);
   EXPECT_NE(r.json["build_result"]["result"]["stdout"].get<std::string>().find("kernelfoundry: still compiling"),
@@ -143,12 +145,14 @@ TEST(HardeningBuildLimitsE2E, NativeBuildCommandsAreGovernedByTheSameLimits) {
   EXPECT_EQ(r.json["status"], "build_timeout") << Why(r);
   EXPECT_NE(r.json["status_detail"].get<std::string>().find("the task's build_timeout of 3 s ended the build"),
             std::string::npos) << r.json["status_detail"];
-  // A build that keeps printing for longer than the inactivity limit is not killed.
+  // A build that keeps printing for longer than the inactivity limit is not killed: a ticker prints every
+  // second for the whole build (g++'s own compiles are silent for longer than the limit) and the build sleeps
+  // 12 s more, against a 4 s inactivity limit.
   const fs::path chatty = CopyExample("omp_reduction", tmp.path(), "chatty");
   ReplaceInFile(chatty / "config.yaml", "  - mkdir -p build\n",
-                "  - i=0; while [ $i -lt 25 ]; do echo step $i; sleep 2; i=$((i+1)); done\n  - mkdir -p build\n");
-  // 50 s of printing against a 40 s inactivity limit (long enough for g++'s own silent compile).
-  ReplaceInFile(chatty / "config.yaml", "build_timeout: 300", "build_timeout: 300\nbuild_output_inactivity_timeout: 40");
+                "  - (while sleep 1; do echo tick; done) & echo $! > ticker.pid\n  - sleep 12\n  - mkdir -p build\n");
+  ReplaceInFile(chatty / "config.yaml", "test_executable:", "  - kill $(cat ticker.pid)\ntest_executable:");
+  ReplaceInFile(chatty / "config.yaml", "build_timeout: 300", "build_timeout: 300\nbuild_output_inactivity_timeout: 4");
   r = KfRun(tmp.path(), chatty, cand, "", "--no-store --no-reference");
   ASSERT_TRUE(r.json.is_object()) << Why(r);
   EXPECT_EQ(r.json["status"], "no_reference") << Why(r);

@@ -60,7 +60,31 @@
 #include <typeinfo>
 #include <vector>
 
+#ifdef KF_EXECUTOR
+// The executor (the candidate's program, compiled for every candidate) uses none of the checker's SDK: it gets
+// the standard headers task_sdk.hpp brings, so candidate code sees the same std names in either program, but not
+// nlohmann/json and kf's measurement headers, which were two thirds of every candidate's compile (6.8 s -> 2.3 s
+// for the omp_reduction example's executor, g++ 12 -O0).
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <random>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <utility>
+#else
 #include "kernelfoundry/sdk/task_sdk.hpp"
+#endif
 
 namespace kf::sdk {
 
@@ -301,6 +325,7 @@ inline double ClockSeconds(clockid_t id) {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+#ifndef KF_EXECUTOR
 /// The checker's side: the executor process, started once, its calls serialised.
 class Executor {
  public:
@@ -451,6 +476,8 @@ inline bool InstallHooks() {
   return true;
 }
 
+#endif  // !KF_EXECUTOR
+
 /// The executor's main loop (see ExecutorMain).
 inline int Serve(int cmd, int rep) {
   std::string hello;
@@ -489,6 +516,7 @@ inline int Serve(int cmd, int rep) {
 
 }  // namespace remote_internal
 
+#ifndef KF_EXECUTOR
 /// A KF_REMOTE function as the test program sees it: calling it calls the executor's function of that name.
 template <typename Sig>
 class Remote;
@@ -539,6 +567,8 @@ class Remote<R(A...)> {
   const char* name_;
   mutable std::atomic<std::uint32_t> index_{0};
 };
+
+#endif  // !KF_EXECUTOR
 
 /// Registers `fn` as the executor's function `name` (used by KF_REMOTE in the executor). Returns true.
 template <typename R, typename... A>
