@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cli/command.hpp"
 #include "cli/exit_codes.hpp"
 #include "kernelfoundry/config.hpp"
@@ -34,8 +36,14 @@ uint64_t ParseSize(const std::string& text, const std::string& option) {
   return *bytes;
 }
 
+/// Seconds -> ms. At most a year: larger values (inf, 1e300) overflowed into a negative limit that fired at once
+/// (stranger test, 2026-12-07).
 std::chrono::milliseconds Seconds(double s, const std::string& option) {
-  if (!(s >= 0)) throw Error(ErrorKind::kInvalidArgument, "expected seconds >= 0", "", option);
+  constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+  if (!(s >= 0) || s > kMaxSeconds) {
+    throw Error(ErrorKind::kInvalidArgument, fmt::format("expected seconds from 0 to {:.0f} (a year), got {}",
+                                                         kMaxSeconds, s), "", option);
+  }
   return std::chrono::milliseconds(std::llround(s * 1000.0));
 }
 
@@ -110,7 +118,7 @@ void Setup(CLI::App& app, int* exit_code) {
   sub->add_option("--fsize", args->fsize, "Largest file the child may write, e.g. 100M");
   sub->add_option("--nofile", args->nofile, "Open files limit");
   sub->add_option("--nproc", args->nproc, "Process/thread limit of the whole tree (cgroup pids.max)")
-      ->check(CLI::PositiveNumber);  // 0 would refuse the command itself
+      ->check(CLI::Range(uint64_t{1}, uint64_t{4194304}));  // 0 would refuse the command; 2^22: the kernel's pid_max
   sub->add_flag("--no-network", args->no_network, "Run in a fresh network namespace (loopback only)");
   CLI::Option* sandbox = sub->add_flag("--sandbox", args->sandbox,
                 "Isolate it as candidates' test processes are: Landlock, the unprivileged sandbox user, seccomp; "
@@ -149,7 +157,26 @@ void Setup(CLI::App& app, int* exit_code) {
       }
       o.env_add[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    if (args->print_env) {
+    std::optional<TempDir> private_dir;
+    if (args->sandbox) {
+      for (const std::string& r : args->read) {
+        std::error_code ec;
+        if (r.empty() || r.front() != '/' || !std::filesystem::exists(r, ec)) {
+          throw Error(ErrorKind::kInvalidArgument, "expected an absolute path that exists, got '" + r + "'", "",
+                      "--read");
+        }
+        if (std::filesystem::weakly_canonical(r, ec) == "/") {
+          throw Error(ErrorKind::kInvalidArgument, "'" + r + "' is the whole file system, which the sandbox exists "
+                      "to keep from the command; name the directories it reads", "", "--read");
+        }
+      }
+      private_dir.emplace(std::filesystem::path{}, "kf-exec-");
+      OpenToChildren(private_dir->path());
+      const std::filesystem::path work = private_dir->path() / "work";
+      IsolateChild(o, {}, work, std::vector<std::filesystem::path>(args->read.begin(), args->read.end()));
+      o.cwd = work;
+    }
+    if (args->print_env) {  // after the sandbox's changes (its HOME, TMPDIR, USER), as the child gets them
       for (const auto& [k, v] : BuildChildEnvironment(o)) std::printf("%s=%s\n", k.c_str(), v.c_str());
       *exit_code = kExitOk;
       return;
@@ -179,25 +206,6 @@ void Setup(CLI::App& app, int* exit_code) {
       o.on_line = [](bool is_stderr, const std::string& line) {
         std::fprintf(stderr, "%s %s\n", is_stderr ? "[err]" : "[out]", line.c_str());
       };
-    }
-    std::optional<TempDir> private_dir;
-    if (args->sandbox) {
-      for (const std::string& r : args->read) {
-        std::error_code ec;
-        if (r.empty() || r.front() != '/' || !std::filesystem::exists(r, ec)) {
-          throw Error(ErrorKind::kInvalidArgument, "expected an absolute path that exists, got '" + r + "'", "",
-                      "--read");
-        }
-        if (std::filesystem::weakly_canonical(r, ec) == "/") {
-          throw Error(ErrorKind::kInvalidArgument, "'" + r + "' is the whole file system, which the sandbox exists "
-                      "to keep from the command; name the directories it reads", "", "--read");
-        }
-      }
-      private_dir.emplace(std::filesystem::path{}, "kf-exec-");
-      OpenToChildren(private_dir->path());
-      const std::filesystem::path work = private_dir->path() / "work";
-      IsolateChild(o, {}, work, std::vector<std::filesystem::path>(args->read.begin(), args->read.end()));
-      o.cwd = work;
     }
     ProcessRun run = RunProcess(o);
     if (args->summary) {

@@ -1,5 +1,6 @@
 // Child environment: allow-list of our variables + caller additions, secrets dropped (spec §4.11, B22 fixed:
 // *_API_KEY and other credential names never reach candidate code).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,19 +95,57 @@ std::map<std::string, std::string> BuildChildEnvironment(const ProcessOptions& o
 
 namespace exec_internal {
 
-std::optional<std::string> ResolveExecutable(const std::string& name, const std::string& path_var) {
+namespace {
+
+// True when the mode bits of `st` grant `bit` (a permission class's x or r bit, as S_IXOTH/S_IROTH) to `as`.
+bool Grants(const struct stat& st, const SandboxUser& as, mode_t other_bit) {
+  if (st.st_uid == as.uid) return (st.st_mode & (other_bit << 6)) != 0;
+  const bool in_group = st.st_gid == as.gid ||
+                        std::find(as.groups.begin(), as.groups.end(), st.st_gid) != as.groups.end();
+  if (in_group) return (st.st_mode & (other_bit << 3)) != 0;
+  return (st.st_mode & other_bit) != 0;
+}
+
+// True when `as` may search every directory from `dir` up to the root.
+bool SearchableBy(std::filesystem::path dir, const SandboxUser& as) {
+  struct stat st {};
+  for (;; dir = dir.parent_path()) {
+    if (::stat(dir.c_str(), &st) != 0 || !Grants(st, as, S_IXOTH)) return false;
+    if (dir == dir.root_path()) return true;
+  }
+}
+
+// True when `as` may execute the regular file `file`: search on the directories of the path as given (a link
+// is followed from there) and of the file it names, x on that file.
+bool ExecutableBy(const std::filesystem::path& file, const SandboxUser& as) {
+  std::error_code ec;
+  const std::filesystem::path given = std::filesystem::absolute(file, ec);
+  const std::filesystem::path real = std::filesystem::canonical(file, ec);
+  if (ec) return false;
+  struct stat st {};
+  return ::stat(real.c_str(), &st) == 0 && S_ISREG(st.st_mode) && Grants(st, as, S_IXOTH) &&
+         SearchableBy(given.parent_path(), as) && SearchableBy(real.parent_path(), as);
+}
+
+}  // namespace
+
+std::optional<std::string> ResolveExecutable(const std::string& name, const std::string& path_var,
+                                             const std::filesystem::path& cwd, const SandboxUser* as) {
   if (name.empty()) return std::nullopt;
   if (name.find('/') != std::string::npos) return name;  // relative names resolve against the child's cwd
   size_t start = 0;
   while (start <= path_var.size()) {
     size_t end = path_var.find(':', start);
     if (end == std::string::npos) end = path_var.size();
-    std::string dir = path_var.substr(start, end - start);
+    std::filesystem::path dir = path_var.substr(start, end - start);
     if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + name;
+    if (dir.is_relative() && !cwd.empty()) dir = cwd / dir;
+    const std::string candidate = (dir / name).string();
     if (access(candidate.c_str(), X_OK) == 0) {
       std::error_code ec;
-      if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+      if (std::filesystem::is_regular_file(candidate, ec) && (as == nullptr || ExecutableBy(candidate, *as))) {
+        return candidate;
+      }
     }
     start = end + 1;
   }

@@ -125,9 +125,11 @@ bool Runner::Prepare() {
     path_ = "/bin/sh";
   } else {
     args_ = o_.argv;
-    auto resolved = ResolveExecutable(o_.argv[0], env["PATH"]);
+    const SandboxUser* as = o_.sandbox && o_.sandbox->user ? &*o_.sandbox->user : nullptr;
+    auto resolved = ResolveExecutable(o_.argv[0], env["PATH"], o_.cwd, as);
     if (!resolved) {
-      st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": not found in PATH";
+      st_.spawn_error = std::string("Failed to start ") + o_.argv[0] + ": not found in PATH" +
+                        (as ? " among the programs the sandbox user " + as->name + " may execute" : "");
       return false;
     }
     path_ = *resolved;

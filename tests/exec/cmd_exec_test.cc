@@ -1,7 +1,10 @@
 // `kf exec` end to end: JSON and summary output, exit codes (child's code, 128+signal, 124, 127), --print-env.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <utility>
 
 #include "test_util.hpp"
 
@@ -115,6 +118,65 @@ TEST_F(KfExec, AProcessLimitOfZeroIsAUsageError) {  // stranger test, 2026-12-07
   auto [rc, out] = kf::testing::RunShell(Kf() + " exec --nproc 0 -- true");
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("--nproc"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kf
+
+namespace kf {
+namespace {
+
+// Stranger test, 2026-12-07: `kf exec --sandbox -- python3 …` was 127 "Permission denied": PATH was searched as
+// root, which found /root/.pyenv/shims/python3 first, a program the sandbox user may not run. The search now
+// skips what the sandbox user cannot execute (here: a program in a directory only root may search).
+TEST_F(KfExec, SandboxSearchesPathForWhatTheSandboxUserMayRun) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (the sandbox user is taken only by root)";
+  kf::testing::TempDir tmp;
+  const std::filesystem::path hidden = tmp.path() / "root-only", shared = tmp.path() / "shared";
+  for (const auto& [dir, word] : {std::pair{hidden, "hidden"}, std::pair{shared, "shared"}}) {
+    std::filesystem::create_directories(dir);
+    kf::testing::WriteFile(dir / "kf-tool", std::string("#!/bin/sh\necho ") + word + "\n");
+    std::filesystem::permissions(dir / "kf-tool", std::filesystem::perms(0755));
+  }
+  std::filesystem::permissions(tmp.path(), std::filesystem::perms(0755));
+  std::filesystem::permissions(hidden, std::filesystem::perms(0700));
+  const std::string path = hidden.string() + ":" + shared.string() + ":/usr/bin:/bin";
+  auto [rc, out] = kf::testing::RunShell(Kf() + " exec --sandbox --read " + shared.string() + " --env PATH=" + path +
+                                         " -- kf-tool");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(Json::parse(out)["result"]["stdout"], "shared\n") << out;
+  // Without the sandbox kf's own uid runs it: the first on PATH.
+  auto [rc2, out2] = kf::testing::RunShell(Kf() + " exec --env PATH=" + path + " -- kf-tool");
+  EXPECT_EQ(rc2, 0) << out2;
+  EXPECT_EQ(Json::parse(out2)["result"]["stdout"], "hidden\n") << out2;
+  // Only where the sandbox user may not run it at all: "not found" says so.
+  auto [rc3, out3] = kf::testing::RunShell(Kf() + " exec --sandbox --env PATH=" + hidden.string() + " -- kf-tool");
+  EXPECT_EQ(rc3, 127) << out3;
+  EXPECT_NE(out3.find("among the programs the sandbox user"), std::string::npos) << out3;
+}
+
+// Stranger test, 2026-12-07: --timeout inf (or 1e300) overflowed into a limit that killed the child at once.
+TEST_F(KfExec, TimesBeyondAYearAreRefusedNamingTheOption) {
+  for (const std::string opt : {"--timeout inf", "--inactivity 1e300", "--kill-grace 4e7"}) {
+    auto [rc, out] = kf::testing::RunShell(Kf() + " exec " + opt + " -- true");
+    EXPECT_EQ(rc, 3) << opt << "\n" << out;
+    EXPECT_NE(out.find(opt.substr(0, opt.find(' ')) + ": expected seconds from 0 to"), std::string::npos) << out;
+  }
+  auto [rc, out] = kf::testing::RunShell(Kf() + " exec --nproc 4194305 -- true");  // above the kernel's pid_max
+  EXPECT_EQ(rc, 2) << out;
+}
+
+// Stranger test, 2026-12-07: --print-env --sandbox printed kf's HOME, not the one the sandboxed child gets.
+TEST_F(KfExec, PrintEnvShowsTheSandboxedChildsEnvironment) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (the sandbox user is taken only by root)";
+  auto [rc, out] = kf::testing::RunShell(Kf() + " exec --sandbox --print-env");
+  EXPECT_EQ(rc, 0) << out;
+  const std::string text = "\n" + out;
+  const size_t home = text.find("\nHOME=");
+  ASSERT_NE(home, std::string::npos) << out;
+  const std::string line = text.substr(home + 1, text.find('\n', home + 1) - home - 1);
+  EXPECT_NE(line.find("/kf-exec-"), std::string::npos) << line;  // its private directory, not kf's HOME
+  EXPECT_NE(text.find("\nUSER=kf-sandbox\n"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -15,9 +15,21 @@
 #error "sdk/remote.hpp pulls task_sdk.hpp into the executor build (-DKF_EXECUTOR)"
 #endif
 
-// Standard names a candidate may have used through the old include chain.
+// Standard names a candidate may have used through the old include chain, among them those that came only through
+// nlohmann/json (stranger test, 2026-12-07: <any>, <cassert>, <filesystem>, <forward_list>, <iomanip>, <ranges>,
+// <valarray> were missing at first).
 static_assert(sizeof(std::vector<float>) > 0 && sizeof(std::optional<int>) > 0 && sizeof(std::function<void()>) > 0);
+static_assert(sizeof(std::any) > 0 && sizeof(std::forward_list<int>) > 0 && sizeof(std::valarray<float>) > 0);
 [[maybe_unused]] static double UsesCmath(double x) { return std::sqrt(x) + std::max(x, 1.0); }
+#if defined(__GLIBCXX__) && !defined(_GLIBCXX_RANGES)  // <ranges>' guard (clang 14 cannot use libstdc++ 12's views)
+#error "sdk/remote.hpp no longer gives the executor <ranges>"
+#endif
+[[maybe_unused]] static bool UsesTheJsonChain([[maybe_unused]] int n) {  // (assert is empty under NDEBUG)
+  assert(n >= 0);
+  std::ostringstream s;
+  s << std::setw(4) << std::setprecision(3) << 1.5;
+  return std::filesystem::path("a").has_filename() && !s.str().empty();
+}
 
 KF_REMOTE(double, kf_header_check_sum, const float*, std::size_t)
 double kf_header_check_sum(const float* x, std::size_t n) { return n > 0 ? static_cast<double>(x[0]) : 0.0; }
