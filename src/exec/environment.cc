@@ -97,7 +97,7 @@ namespace exec_internal {
 
 namespace {
 
-// True when the mode bits of `st` grant `bit` (a permission class's x or r bit, as S_IXOTH/S_IROTH) to `as`.
+// True when the mode bits of `st` grant `other_bit` (given as the "other" class's bit, e.g. S_IXOTH) to `as`.
 bool Grants(const struct stat& st, const SandboxUser& as, mode_t other_bit) {
   if (st.st_uid == as.uid) return (st.st_mode & (other_bit << 6)) != 0;
   const bool in_group = st.st_gid == as.gid ||
@@ -118,10 +118,10 @@ bool SearchableBy(std::filesystem::path dir, const SandboxUser& as) {
 // True when `as` may execute the regular file `file`: search on the directories of the path as given (a link
 // is followed from there) and of the file it names, x on that file.
 bool ExecutableBy(const std::filesystem::path& file, const SandboxUser& as) {
-  std::error_code ec;
-  const std::filesystem::path given = std::filesystem::absolute(file, ec);
-  const std::filesystem::path real = std::filesystem::canonical(file, ec);
-  if (ec) return false;
+  std::error_code given_ec, real_ec;
+  const std::filesystem::path given = std::filesystem::absolute(file, given_ec);
+  const std::filesystem::path real = std::filesystem::canonical(file, real_ec);
+  if (given_ec || real_ec) return false;
   struct stat st {};
   return ::stat(real.c_str(), &st) == 0 && S_ISREG(st.st_mode) && Grants(st, as, S_IXOTH) &&
          SearchableBy(given.parent_path(), as) && SearchableBy(real.parent_path(), as);
