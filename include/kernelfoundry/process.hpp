@@ -52,7 +52,8 @@ const char* ContainmentMethodName(ContainmentMethod m);
 
 /// What a child may write and read (ProcessOptions::filesystem_isolation). Everything outside the writable
 /// paths is read-only to it: creating, writing, truncating, renaming or removing files anywhere else fails
-/// with EACCES; /dev/shm stays writable (POSIX shared memory).
+/// with EACCES; /dev/shm stays writable (POSIX shared memory; a sandboxed child of a root kf gets its own:
+/// PrivateIpcSupport).
 struct FilesystemIsolation {
   /// Directories (and everything below them) the child tree may write, create and delete in. Paths that
   /// do not exist when the child starts are skipped. At most 20.
@@ -106,6 +107,11 @@ struct ProcessSandbox {
 /// How the system-call filter would be applied here: "seccomp filter (x86_64)" or "unavailable: <why>".
 /// Probed once per process; never throws.
 std::string SeccompSupport();
+
+/// Whether a sandboxed child gets a /dev/shm and System V / POSIX-mqueue IPC of its own, not shared with other
+/// runs: "private /dev/shm and IPC namespace" (kf is root and may make mount and IPC namespaces) or "shared with
+/// other runs: <why>". Probed once per process (in a throwaway child); never throws.
+std::string PrivateIpcSupport();
 
 /// How filesystem isolation would be applied on this machine: "landlock (ABI <n>)" or "unavailable: <why>".
 /// Probed once per process; never throws.

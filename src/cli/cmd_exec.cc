@@ -122,7 +122,7 @@ void Setup(CLI::App& app, int* exit_code) {
   sub->add_flag("--no-network", args->no_network, "Run in a fresh network namespace (loopback only)");
   CLI::Option* sandbox = sub->add_flag("--sandbox", args->sandbox,
                 "Isolate it as candidates' test processes are: Landlock, the unprivileged sandbox user, seccomp; "
-                "it works and writes only in a private temp directory and /dev/shm, which all candidates share");
+                "it works and writes only in a private temp directory and a /dev/shm of its own (when kf is root)");
   // One value per occurrence: a repeatable option that took several would swallow the `--` before the command
   // (CLI11 ends the values there and goes on parsing options: `kf exec --read D -- ls -la` failed on -la).
   sub->add_option("--read", args->read, "With --sandbox: an absolute path it may also read (repeatable)")

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "exec/private_ipc.hpp"
 #include "exec/seccomp.hpp"
 #include "kernelfoundry/error.hpp"
 
@@ -52,6 +53,7 @@ const char* SpawnStageName(SpawnStage stage) {
     case SpawnStage::kPrivileges: return "dropping privileges (sandbox user, capabilities)";
     case SpawnStage::kSeccomp: return "installing the system-call filter (seccomp)";
     case SpawnStage::kNetwork: return "isolating the network (a network namespace of its own)";
+    case SpawnStage::kIpc: return "giving it its own /dev/shm and IPC namespace";
   }
   return "spawn";
 }
@@ -69,6 +71,11 @@ int ContainSelf(const ChildContainment& c, SpawnStage* failed) {
     if (setrlimit(c.rlimits[i].resource, &rl) != 0) {
       return Fail(SpawnStage::kRlimit, errno, failed);
     }
+  }
+  // Its own /dev/shm and IPC namespace while it still has the capability, and before the Landlock rules, whose
+  // /dev/shm rule must name the new tmpfs.
+  if (c.private_ipc) {
+    if (int err = MakePrivateIpc(); err != 0) return Fail(SpawnStage::kIpc, err, failed);
   }
   // The sandbox, after the cgroup writes (which Landlock forbids). The Landlock rules are made while every path can
   // still be opened; then the identity and capabilities go (issue 25), which clears the parent-death signal (set
@@ -151,6 +158,10 @@ void ChildPolicy::MakeSandbox(const ProcessSandbox& sb) {
     return;
   }
   sandbox_ = PrivilegeDescription(privileges_, name);
+  // A sandbox user's runs would all share /dev/shm and System V IPC (private_ipc.hpp); kf's own user (not root)
+  // cannot make the namespaces.
+  private_ipc_ = privileges_.switch_ids && PrivateIpcAvailable();
+  sandbox_ += private_ipc_ ? ", " + PrivateIpcDescription() : ", /dev/shm and IPC " + PrivateIpcDescription();
   if (!SeccompAvailable()) {
     sandbox_ += ", seccomp " + SeccompDescription();
     if (sb.required) refusal_ = "the sandbox is required but seccomp is " + SeccompDescription();
@@ -164,6 +175,7 @@ void ChildPolicy::MakeSandbox(const ProcessSandbox& sb) {
 void ChildPolicy::ApplyTo(ChildContainment* c) const {
   c->landlock = landlock_;
   c->privileges = privileges_;
+  c->private_ipc = private_ipc_;
   c->seccomp = seccomp_.empty() ? nullptr : seccomp_.data();
   c->seccomp_len = static_cast<uint16_t>(seccomp_.size());
 }

@@ -30,7 +30,7 @@ namespace kf::exec_internal {
 
 /// Where a spawn failed (reported by the shepherd as kSpawnError, and by ContainSelf).
 enum class SpawnStage : int32_t {
-  kFork = 1, kCgroup, kRlimit, kStdio, kChdir, kExec, kSession, kIsolation, kPrivileges, kSeccomp, kNetwork
+  kFork = 1, kCgroup, kRlimit, kStdio, kChdir, kExec, kSession, kIsolation, kPrivileges, kSeccomp, kNetwork, kIpc
 };
 /// A short English name of the stage ("joining the cgroup", "setsid", ...).
 const char* SpawnStageName(SpawnStage stage);
@@ -52,6 +52,7 @@ struct ChildContainment {
   int n_join_files = 0;
   RlimitSetting rlimits[kMaxRlimits] = {};
   int n_rlimits = 0;
+  bool private_ipc = false;                   ///< its own /dev/shm and IPC namespace (MakePrivateIpc)
   LandlockPlan landlock;                      ///< filesystem isolation (abi 0 = none)
   PrivilegePlan privileges;                   ///< the sandbox's identity and capability drop (inactive = none)
   const sock_filter* seccomp = nullptr;       ///< the sandbox's system-call filter, or nullptr
@@ -59,8 +60,9 @@ struct ChildContainment {
 };
 
 /// Contains the calling process (and everything it starts later) as `c` says, in this order: new session, cgroup
-/// joins (v2 leaf, then v1 hierarchies), resource limits; the Landlock ruleset prepared (every rule's path opened
-/// while the caller's rights still reach it); the privilege drop (sandbox user, every capability set and the
+/// joins (v2 leaf, then v1 hierarchies), resource limits; its own /dev/shm and IPC namespace (private_ipc.hpp);
+/// the Landlock ruleset prepared (every rule's path opened while the caller's rights still reach it, /dev/shm's
+/// being the new tmpfs); the privilege drop (sandbox user, every capability set and the
 /// bounding set emptied, no_new_privs) — a credential change clears the parent-death signal, so one that was set is
 /// set again, and the process fails (kPrivileges, ESRCH) when its parent died meanwhile; Landlock restrict_self
 /// (after the cgroup writes, which it forbids); the seccomp filter last. Async-signal-safe: raw syscalls and fixed
@@ -71,7 +73,8 @@ int ContainSelf(const ChildContainment& c, SpawnStage* failed);
 
 /// The policy parts of a child's containment, made from ProcessOptions::filesystem_isolation and ::sandbox by one
 /// rule for both callers (the process runner and PeerContainment): the Landlock plan (MakeLandlockPlan with the
-/// writable paths and the read allow-list), the privilege plan (the sandbox user; refused for uid 0) and the seccomp
+/// writable paths and the read allow-list), the privilege plan (the sandbox user; refused for uid 0), a private
+/// /dev/shm and IPC namespace for a sandbox user where the machine allows it (PrivateIpcAvailable) and the seccomp
 /// program (BuildSeccompFilter). Parent-side code (allocates); owns the strings and the program a ChildContainment
 /// filled by ApplyTo points into, so it is neither copied nor moved.
 class ChildPolicy {
@@ -82,15 +85,15 @@ class ChildPolicy {
   ChildPolicy(const ChildPolicy&) = delete;
   ChildPolicy& operator=(const ChildPolicy&) = delete;
 
-  /// Sets c->landlock, c->privileges and c->seccomp (pointing into this object).
+  /// Sets c->landlock, c->privileges, c->private_ipc and c->seccomp (pointing into this object).
   void ApplyTo(ChildContainment* c) const;
   /// Why the child must not start ("filesystem isolation is required but unavailable: …", "the sandbox needs a
   /// user to switch to when running as root", "the sandbox is required but seccomp is unavailable: …"), or "".
   const std::string& Refusal() const { return refusal_; }
   /// ProcessRun::isolation: "" (not requested), "landlock (ABI n)" or "unavailable: <why>".
   const std::string& Isolation() const { return isolation_; }
-  /// ProcessRun::sandbox: "" (not requested) or e.g. "uid 999 (kf-sandbox), no capabilities, seccomp filter
-  /// (x86_64)".
+  /// ProcessRun::sandbox: "" (not requested) or e.g. "uid 999 (kf-sandbox), no capabilities, private /dev/shm and
+  /// IPC namespace, seccomp filter (x86_64)".
   const std::string& Sandbox() const { return sandbox_; }
 
  private:
@@ -100,6 +103,7 @@ class ChildPolicy {
   std::vector<std::string> writable_, readable_;
   LandlockPlan landlock_;
   PrivilegePlan privileges_;
+  bool private_ipc_ = false;
   std::vector<sock_filter> seccomp_;
   std::string refusal_, isolation_, sandbox_;
 };

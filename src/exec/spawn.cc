@@ -20,6 +20,7 @@
 #include "exec/cgroup.hpp"
 #include "exec/internal.hpp"
 #include "exec/landlock.hpp"
+#include "exec/private_ipc.hpp"
 #include "exec/live_runs.hpp"
 #include "exec/run_state.hpp"
 #include "exec/seccomp.hpp"
@@ -483,6 +484,8 @@ void Runner::Finish() {
 std::string FilesystemIsolationSupport() { return exec_internal::LandlockDescription(exec_internal::LandlockAbi()); }
 
 std::string SeccompSupport() { return exec_internal::SeccompDescription(); }
+
+std::string PrivateIpcSupport() { return exec_internal::PrivateIpcDescription(); }
 
 std::vector<std::string> SandboxSystemPaths() {
   const exec_internal::SystemPaths& system = exec_internal::SystemReadablePaths();

@@ -180,12 +180,12 @@ bool ChildIsolation::Complete() const {
 
 std::string ChildIsolation::Summary() const {
   if (mode == "off") return kOff;
-  return filesystem + "; " + privileges + "; " + seccomp;
+  return filesystem + "; " + privileges + "; " + seccomp + "; /dev/shm and IPC " + ipc;
 }
 
 Json ChildIsolation::ToJson() const {
   return Json{{"mode", mode}, {"filesystem", filesystem}, {"privileges", privileges}, {"seccomp", seccomp},
-              {"complete", Complete()}};
+              {"ipc", ipc}, {"complete", Complete()}};
 }
 
 std::optional<SandboxUser> ChildSandboxUser() {
@@ -221,7 +221,7 @@ ChildIsolation DescribeChildIsolation() {
   const Mode mode = ModeFromEnv();
   c.mode = mode == Mode::kOff ? "off" : mode == Mode::kRequired ? "required" : "on";
   if (mode == Mode::kOff) {
-    c.filesystem = c.privileges = c.seccomp = kOff;
+    c.filesystem = c.privileges = c.seccomp = c.ipc = kOff;
     return c;
   }
   c.filesystem = FilesystemIsolationSupport();
@@ -229,6 +229,8 @@ ChildIsolation DescribeChildIsolation() {
   c.privileges = user ? fmt::format("uid {} ({}), no capabilities", user->uid, user->name)
                       : fmt::format("uid {} (kf's own), no capabilities", geteuid());
   c.seccomp = SeccompSupport();
+  const std::string ipc = PrivateIpcSupport();
+  c.ipc = ipc.rfind("private ", 0) == 0 ? "private" : ipc;
   return c;
 }
 

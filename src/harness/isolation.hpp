@@ -40,12 +40,16 @@ struct ChildIsolation {
   std::string filesystem;  ///< "landlock (ABI 7)", "unavailable: <why>" or "off (KF_ISOLATION=off)"
   std::string privileges;  ///< "uid 999 (kf-sandbox), no capabilities" or "off (KF_ISOLATION=off)"
   std::string seccomp;     ///< "seccomp filter (x86_64)", "unavailable: <why>" or "off (KF_ISOLATION=off)"
+  /// "private" (each sandboxed child has its own /dev/shm and IPC namespace), "shared with other runs: <why>"
+  /// (kf is not root, or the machine refuses the namespaces) or "off (KF_ISOLATION=off)". Reported, not part of
+  /// Complete(): a kf that is not root cannot have it.
+  std::string ipc;
 
   /// Every part applied.
   bool Complete() const;
-  /// One line: "off (KF_ISOLATION=off)", else "<filesystem>; <privileges>; <seccomp>".
+  /// One line: "off (KF_ISOLATION=off)", else "<filesystem>; <privileges>; <seccomp>; /dev/shm and IPC <ipc>".
   std::string Summary() const;
-  /// {"mode", "filesystem", "privileges", "seccomp", "complete"} (the verdict's `isolation` field).
+  /// {"mode", "filesystem", "privileges", "seccomp", "ipc", "complete"} (the verdict's `isolation` field).
   Json ToJson() const;
 };
 

@@ -5,7 +5,13 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/shm.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -175,6 +181,47 @@ TEST(Sandbox, ProfilerPassesMayUseLoopbackInANetworkNamespaceOfTheirOwn) {
   ParseChildContainmentRequest(ChildContainmentRequest(o), &back);
   ASSERT_TRUE(back.sandbox.has_value());
   EXPECT_TRUE(back.sandbox->allow_loopback_sockets);
+}
+
+// /dev/shm and System V IPC are each sandboxed run's own (exec/private_ipc.hpp): what one run leaves there (a file
+// in /dev/shm, a System V shared-memory segment) is gone for the next run and never reached kf's namespaces, and no
+// mount of the run's propagated back.
+TEST(Sandbox, EachRunHasItsOwnDevShmAndSystemVIpc) {
+  if (geteuid() != 0 || PrivateIpcSupport().rfind("private", 0) != 0) GTEST_SKIP() << PrivateIpcSupport();
+  const std::string tag = "kf-ipc-probe-" + std::to_string(getpid());
+  const int key = 0x4b460000 + (getpid() & 0xffff);
+  auto mounts = [] {
+    std::ifstream in("/proc/self/mountinfo");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string mounts_before = mounts();
+  const std::string code =
+      "import ctypes, os\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "tag, key = '" + tag + "', " + std::to_string(key) + "\n"
+      "print('LISTING', sorted(os.listdir('/dev/shm')))\n"
+      "print('FOUND', libc.shmget(key, 0, 0) >= 0)\n"
+      "open('/dev/shm/' + tag, 'w').write('left by the first run')\n"
+      "print('MADE', libc.shmget(key, 4096, 0o1666) >= 0)\n"
+      "mine = [l.split() for l in open('/proc/self/mountinfo') if l.split()[4] == '/dev/shm'][-1]\n"
+      "print('MOUNT', mine[mine.index('-') + 1], mine[mine.index('-') + 2])\n";
+  ProcessOptions o = SandboxPy(code);
+  o.sandbox = SandboxOf();
+  for (int run = 0; run < 2; ++run) {
+    ProcessRun r = RunProcess(o);
+    ASSERT_EQ(r.reason, TerminationReason::kExited) << r.result.stderr_text << r.result.message.value_or("");
+    const std::string& out = r.result.stdout_text;
+    EXPECT_NE(out.find("LISTING []"), std::string::npos) << "run " << run << ": " << out;
+    EXPECT_NE(out.find("FOUND False"), std::string::npos) << "run " << run << ": " << out;
+    EXPECT_NE(out.find("MADE True"), std::string::npos) << out;
+    EXPECT_NE(out.find("MOUNT tmpfs kf-shm"), std::string::npos) << out;
+    EXPECT_NE(r.sandbox.find("private /dev/shm and IPC namespace"), std::string::npos) << r.sandbox;
+  }
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + tag));
+  errno = 0;
+  EXPECT_LT(shmget(key, 0, 0), 0);
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(mounts(), mounts_before);
 }
 
 TEST(Sandbox, LoadingAKernelModuleKillsTheProcessWithSigsys) {

@@ -25,10 +25,14 @@ using testing::Q;
 using testing::TempDir;
 using testing::WriteFile;
 
-// The probing candidate (kernel.py's EVOLVE block); `root` = kf runs as root (then the uid must not be 0).
-std::string ProbeCandidate(bool root, const fs::path& db, const fs::path& cache, const fs::path& home) {
+// The probing candidate (kernel.py's EVOLVE block); `root` = kf runs as root (then the uid must not be 0);
+// `private_shm` = its /dev/shm must be its own: without the file the test planted in kf's, and what it leaves there
+// (kf-left-by-a-candidate) must not reach kf's.
+std::string ProbeCandidate(bool root, bool private_shm, const fs::path& db, const fs::path& cache,
+                           const fs::path& home) {
   return std::string("import errno, os\n"
                      "_ROOT = ") + (root ? "True" : "False") + "\n"
+         "_PRIVATE_SHM = " + (private_shm ? "True" : "False") + "\n"
          "_BAD = []\n"
          "def _note(what, ok, detail):\n"
          "    if not ok:\n"
@@ -48,6 +52,10 @@ std::string ProbeCandidate(bool root, const fs::path& db, const fs::path& cache,
          "                     ('cache', '" + cache.string() + "'), ('home', '" + home.string() + "/.ssh/id_ed25519')):\n"
          "    _note(_what, *_refused(_path))\n"
          "_note('HOME', os.environ.get('HOME') != '" + home.string() + "', os.environ.get('HOME'))\n"
+         "if _PRIVATE_SHM:\n"
+         "    _note('/dev/shm', not [n for n in os.listdir('/dev/shm') if n.startswith('kf-planted-by-')],\n"
+         "          os.listdir('/dev/shm'))\n"
+         "    open('/dev/shm/kf-left-by-a-candidate', 'w').write('x')\n"
          "def scale(xs):\n"
          "    assert not _BAD, 'kf-probe FAILED: ' + '; '.join(_BAD)\n"
          "    return [2 * x for x in xs]\n";
@@ -68,7 +76,10 @@ TEST(SandboxMustShowE2E, AProbingCandidateRunsUnprivilegedAndIsRefusedTheSecrets
   const fs::path db = tmp.path() / "runs" / "kernels.sqlite3";
   const fs::path cache = std::getenv("KF_CACHE_DIR") ? fs::path(std::getenv("KF_CACHE_DIR")) : fs::path();
   const fs::path cand = tmp.path() / "probe.py";
-  WriteFile(cand, ProbeCandidate(::geteuid() == 0, db, cache, home));
+  const bool private_shm = DescribeChildIsolation().ipc == "private";
+  const fs::path planted = "/dev/shm/kf-planted-by-" + std::to_string(::getpid());
+  WriteFile(planted, "a candidate must not see this\n");
+  WriteFile(cand, ProbeCandidate(::geteuid() == 0, private_shm, db, cache, home));
   for (const char* warm : {"on", "off"}) {
     SCOPED_TRACE(std::string("KF_WARM_START=") + warm);
     KfRunResult r = KfRun(tmp.path(), task, cand, "HOME=" + Q(home.string()) + " KF_WARM_START=" + warm,
@@ -78,6 +89,11 @@ TEST(SandboxMustShowE2E, AProbingCandidateRunsUnprivilegedAndIsRefusedTheSecrets
     EXPECT_EQ(r.output.find("kf-probe FAILED"), std::string::npos) << testing::Why(r);
     const Json& iso = r.json["result"]["isolation"];
     EXPECT_TRUE(iso["complete"].get<bool>()) << iso.dump();
+    EXPECT_EQ(iso["ipc"], DescribeChildIsolation().ipc) << iso.dump();
+    if (::geteuid() == 0 && PrivateIpcSupport().rfind("private", 0) == 0) {
+      EXPECT_EQ(iso["ipc"], "private");
+    }
+    EXPECT_FALSE(fs::exists("/dev/shm/kf-left-by-a-candidate"));
     if (std::string(warm) == "on" && CgroupTreeContainment()) {
       EXPECT_EQ(r.json["result"]["timing"]["conditions"]["start"], "warm") << r.json["result"]["timing"].dump();
     }
@@ -85,6 +101,7 @@ TEST(SandboxMustShowE2E, AProbingCandidateRunsUnprivilegedAndIsRefusedTheSecrets
     ASSERT_EQ(::stat(db.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
   }
+  fs::remove(planted);
 }
 
 TEST(SandboxMustShowE2E, RequireIsolationRefusesToRunWithoutIt) {

@@ -94,6 +94,8 @@ def _fingerprint():
         "env_names": sorted(k for k in _os.environ if k not in ("PYTEST_CURRENT_TEST", "KF_WARM_START")),
         "pythonpath": _os.environ.get("PYTHONPATH"),
         "parent_is_zygote": b"kernelfoundry.zygote" in open("/proc/%d/cmdline" % _os.getppid(), "rb").read(),
+        "dev_shm": {"mount": [l.split(" - ")[1].split()[:2] for l in open("/proc/self/mountinfo") if l.split()[4] == "/dev/shm"][-1:],
+                    "listing": sorted(_os.listdir("/dev/shm"))},
     }
     return _json.dumps(out, sort_keys=True)
 _FP = _fingerprint()
@@ -194,6 +196,9 @@ TEST_F(WarmStart, AWarmTestProcessIsContainedExactlyLikeAColdOneAndSeesNoHostMod
       EXPECT_EQ((*fp)["writes"]["task_dir"], "PermissionError:13");
       EXPECT_EQ((*fp)["writes"]["dev_new"], "PermissionError:13");
       EXPECT_EQ((*fp)["status"]["NoNewPrivs"], "1");
+    }
+    if (DescribeChildIsolation().ipc == "private") {  // a fresh tmpfs of its own on both paths
+      EXPECT_EQ((*fp)["dev_shm"], Json::parse(R"({"listing": [], "mount": [["tmpfs", "kf-shm"]]})")) << fp->dump();
     }
   }
 }
