@@ -3,7 +3,7 @@
 #   default  RelWithDebInfo, -Werror: unit + integration tests, layering, install (ctest), then pytest
 #   asan     ASan+UBSan build of the unit tests (end-to-end, slow and timing tests excluded)
 #   fuzz     clang-14 libFuzzer targets, KF_FUZZ_SECONDS (default 30) each
-# Compiled torch extensions are cached under build/cache (KF_CACHE_DIR) so repeated runs do not recompile them.
+# Compiled torch extensions, builds and precompiled headers are cached (KF_CACHE_DIR) across runs on one machine.
 # Usage: scripts/test.sh            (everything)
 #        KF_QUICK=1 scripts/test.sh (default preset and pytest only)
 # KF_JOBS sets the build/test parallelism (default: nproc).
@@ -11,7 +11,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 JOBS=${KF_JOBS:-$(nproc)}
-export KF_CACHE_DIR=${KF_CACHE_DIR:-$ROOT/build/cache}
+# kf's caches between runs of this script on one machine, as ccache is for the project's own objects (below): a
+# fresh clone (CI's) then compiles only the torch extensions, builds and precompiled headers whose inputs changed.
+# Every entry is content-addressed (sources, flags, compiler and torch versions: README, "Builds are cached"); the
+# tests of the caches themselves use caches of their own. Outside the clone, where the sandbox user can reach it
+# (root's home is 0700): /var/cache for root, else the user's cache directory. Entries written more than 14 days
+# ago are removed first (a hit does not renew one), so it does not grow without end.
+default_cache() {
+  if [ "$(id -u)" -eq 0 ] && [ -w /var/cache ]; then echo /var/cache/kernelfoundry-tests; return; fi
+  echo "${XDG_CACHE_HOME:-$HOME/.cache}/kernelfoundry-tests"
+}
+export KF_CACHE_DIR=${KF_CACHE_DIR:-$(default_cache)}
+mkdir -p "$KF_CACHE_DIR" && chmod 755 "$KF_CACHE_DIR"
+for d in builds/v1 verdicts collect; do
+  if [ -d "$KF_CACHE_DIR/$d" ]; then find "$KF_CACHE_DIR/$d" -maxdepth 1 -type f -mtime +14 -delete; fi
+done
+if [ -d "$KF_CACHE_DIR/pch/v1" ]; then find "$KF_CACHE_DIR/pch/v1" -mindepth 1 -maxdepth 1 -mtime +14 -exec rm -rf {} +; fi
+echo "kf's test cache: $KF_CACHE_DIR ($(du -sh "$KF_CACHE_DIR" 2>/dev/null | cut -f1))"
 # ccache keys on paths relative to the checkout and not on the build directory, so a clone at another path (CI's
 # clean clone of main) hits what an earlier checkout compiled; the objects' debug info may then name that
 # checkout's paths, which tests do not read.

@@ -35,7 +35,8 @@ PYBIND11_MODULE(_contain, m) {
       "Contains this process like the running process `peer` (a warm-start client the shepherd started): a new "
       "session, peer's cgroups (checked afterwards) and resource limits, then what `request` asks for (JSON of "
       "kf::ChildContainmentRequest, registered by kf): the runner's Landlock policy (writable directories, read "
-      "allow-list), the sandbox user (which must be peer's), no capabilities, no_new_privs and the seccomp filter — "
+      "allow-list), the sandbox user (which must be peer's) with a /dev/shm and IPC namespace of its own where the "
+      "machine allows, no capabilities, no_new_privs and the seccomp filter — "
       "kf::exec_internal::ContainSelf, as the shepherd's child before exec. Must be called single-threaded. Returns "
       "the isolation description (\"landlock (ABI n)\", \"unavailable: ...\", or \"\" without isolation). Raises "
       "OSError naming the step that failed, or why the request is refused.");

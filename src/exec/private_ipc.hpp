@@ -6,9 +6,10 @@
 // and a place to cache outputs across them. A sandboxed child of a root kf therefore gets, before it drops its
 // privileges, a mount namespace of its own whose mounts stay slaves of the host's (nothing it mounts propagates
 // back), a fresh tmpfs on /dev/shm (mode 1777, nosuid, nodev; its pages are charged to the run's memory cgroup)
-// and an IPC namespace of its own (System V shared memory, semaphores and message queues; POSIX message queues).
-// Everything the run's tree puts there goes when its last process exits. Both containment paths get it
-// (ContainSelf: the shepherd's child and a warm-start worker).
+// and an IPC namespace of its own (System V shared memory, semaphores and message queues; POSIX message queues,
+// which the sandbox refuses anyway). Everything the run's tree puts there goes when its last process exits. Both
+// containment paths get it (ContainSelf: the shepherd's child and a warm-start worker). Not covered: two runs that
+// overlap in time can still meet through a pathname Unix socket (README, "Not covered").
 //
 // Needs CAP_SYS_ADMIN, which a root kf has unless a container took it away: PrivateIpcDescription() probes once,
 // in a throwaway child, and ChildPolicy plans it only where that worked.

@@ -116,21 +116,27 @@ TEST(HardeningBuildLimitsE2E, ABusyCompilerSilentForLongerThanTheInactivityLimit
   TempDir tmp;
   const fs::path task = CopyExample("bias_relu", tmp.path());
   ReplaceInFile(task / "config.yaml", "build_timeout: 240", "build_timeout: 600\nbuild_output_inactivity_timeout: 10");
-  // The compile step first works (CPU-bound) for 16 s, 1.6× the inactivity limit: ninja holds its output until
-  // the step ends, so kf hears only compile_torch_extension's CPU heartbeats.
+  // The compile step works (CPU-bound) for 16 s, 1.6× the inactivity limit, in silence (ninja holds its output
+  // until the step ends, so kf hears only compile_torch_extension's CPU heartbeats), then fails with a message of
+  // its own: the build ends as that failure, a build_error carrying the message, not as a kill for inactivity.
+  // (It does not go on to compile: the ~40 s torch compile without a precompiled header shows nothing more.)
   const fs::path cxx = tmp.path() / "busy-c++";
   WriteFile(cxx, "#!/bin/sh\ncase \" $* \" in *\" -c \"*)\n"
-                 "  end=$(( $(date +%s) + 16 )); while [ $(date +%s) -lt $end ]; do echo working; done >/dev/null;;\n"
+                 "  end=$(( $(date +%s) + 16 )); while [ $(date +%s) -lt $end ]; do echo working; done >/dev/null\n"
+                 "  echo 'busy-c++: done working, failing on purpose' >&2; exit 1;;\n"
                  "esac\nexec c++ \"$@\"\n");
   fs::permissions(cxx, fs::perms(0755));  // the sandbox user (issue 25) runs it
-  // No precompiled header: another compiler means another PCH, which kf would first build with this wrapper
-  // (16 s of busy loop more, and the PCH's own ~30 s compile, for nothing this test looks at).
+  // No precompiled header: another compiler means another PCH, which kf would first build with this wrapper.
   KfRunResult r = KfRun(tmp.path(), task, ExamplePath("candidates", "bias_relu") / "fast.cpp",
                         "KF_TORCH_PCH=off CXX=" + Q(cxx.string()), "--no-store --no-reference");
   ASSERT_TRUE(r.json.is_object()) << Why(r);
-  EXPECT_EQ(r.json["status"], "no_reference") << Why(r);
-  EXPECT_NE(r.json["build_result"]["result"]["stdout"].get<std::string>().find("kernelfoundry: still compiling"),
-            std::string::npos);
+  EXPECT_EQ(r.json["status"], "build_error") << Why(r);
+  const std::string out = r.json["build_result"]["result"]["stdout"].get<std::string>();
+  EXPECT_NE(out.find("kernelfoundry: still compiling"), std::string::npos) << out;
+  EXPECT_NE(out.find("busy-c++: done working, failing on purpose"), std::string::npos) << out;
+  const std::string detail = r.json["status_detail"].get<std::string>();
+  EXPECT_EQ(detail.find("inactiv"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("no output"), std::string::npos) << detail;
 }
 
 TEST(HardeningBuildLimitsE2E, NativeBuildCommandsAreGovernedByTheSameLimits) {

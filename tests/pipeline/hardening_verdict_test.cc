@@ -115,7 +115,8 @@ TEST(HardeningBuildCacheE2E, ABuildKilledAtItsTimeoutLeavesNothingThatBlocksOrPo
   const fs::path task = CopyExample("omp_reduction", tmp.path());
   // The sleep comes from the environment (not part of the key): both runs have the same build key.
   ReplaceInFile(task / "config.yaml", "  - mkdir -p build\n", "  - sleep $((KF_TEST_SLEEP + 0))\n  - mkdir -p build\n");
-  ReplaceInFile(task / "config.yaml", "build_timeout: 300", "build_timeout: 60");
+  // 30 s: room for the real build of the second run on a loaded machine (the first waits all of it out).
+  ReplaceInFile(task / "config.yaml", "build_timeout: 300", "build_timeout: 30");
   const fs::path cand = testing::ExamplePath("candidates", "omp_reduction") / "fast.cpp";
   KfRunResult killed = KfRun(tmp.path(), task, cand, cache + " KF_TEST_SLEEP=100", "--no-store --no-reference");
   ASSERT_TRUE(killed.json.is_object()) << Why(killed);

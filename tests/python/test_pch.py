@@ -38,6 +38,26 @@ def test_key_depends_on_flags_compiler_and_nothing_random(monkeypatch):
     assert pch.key(["-O3"]) != a
 
 
+def test_only_sources_that_include_torch_want_the_header(tmp_path):
+    """The PCH is -include-d only into builds whose sources (or the local headers they include) include torch:
+    forced into a pybind11-only module it cost ~20 s of compile for nothing (conformance tests, 2026-12-07)."""
+    (tmp_path / "plain.cpp").write_text("#include <pybind11/pybind11.h>\nint answer() { return 42; }\n")
+    (tmp_path / "ext.cpp").write_text("#include <torch/extension.h>\n")
+    (tmp_path / "aten.cpp").write_text("  #  include <ATen/ATen.h>\n")
+    (tmp_path / "via_header.cpp").write_text('#include "inc/kernel.h"\n')
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "kernel.h").write_text('#include "../deeper.h"\n')
+    (tmp_path / "deeper.h").write_text("#include <c10/util/Half.h>\n")
+    (tmp_path / "commented.cpp").write_text("// #include <torch/extension.h>\n#include \"commented.cpp\"\n")
+    assert not pch.uses_torch_headers([tmp_path / "plain.cpp"])
+    assert not pch.uses_torch_headers([tmp_path / "commented.cpp"])  # and the include cycle ends
+    for name in ("ext.cpp", "aten.cpp", "via_header.cpp"):
+        assert pch.uses_torch_headers([tmp_path / name]), name
+    assert pch.uses_torch_headers([tmp_path / "plain.cpp", tmp_path / "ext.cpp"])
+    assert not pch.uses_torch_headers([tmp_path / "via_header.cpp"], depth=1)
+    assert pch.uses_torch_headers([tmp_path / "missing.cpp"])  # unreadable: as before, with the header
+
+
 def test_lookup_requests_a_missing_header_then_uses_a_published_one(tmp_path, monkeypatch):
     root, requests = tmp_path / "pch", tmp_path / "work" / "requests"
     monkeypatch.setenv("KF_TORCH_PCH_DIR", str(root))

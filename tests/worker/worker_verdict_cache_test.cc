@@ -20,9 +20,9 @@
 namespace kf {
 namespace {
 
-class WorkerVerdictCache : public testing::InProcessWorkerTest {
+class WorkerVerdictCacheE2E : public testing::InProcessWorkerTest {
  protected:
-  WorkerVerdictCache() : InProcessWorkerTest("unused_verdict_cache") {}
+  WorkerVerdictCacheE2E() : InProcessWorkerTest("unused_verdict_cache") {}
 
   void SetUp() override {
     InProcessWorkerTest::SetUp();
@@ -82,7 +82,7 @@ class WorkerVerdictCache : public testing::InProcessWorkerTest {
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(WorkerVerdictCache, ARepeatedIdenticalTestJobIsACacheHitAndATimeoutIsNot) {
+TEST_F(WorkerVerdictCacheE2E, ARepeatedIdenticalTestJobIsACacheHitAndATimeoutIsNot) {
   const Evaluation first = ThroughTheFarm(testing::OmpCandidate("wrong"));
   ASSERT_EQ(first.result.status, EvalStatus::kValueMismatch) << first.result.status_detail << "\n" << Lines();
   const Evaluation second = ThroughTheFarm(testing::OmpCandidate("wrong"));

@@ -24,9 +24,9 @@ Roles (kf's side: src/harness/warm_start.cc):
   ``ContainLikePeer`` -> ``ContainSelf`` in src/exec/contain.cc, the function the shepherd's child calls before
   exec), from the client's process (peer credentials of the connection), never from the message: a new session,
   the client's cgroups (so the run's cgroup kills, limits and waits for it) and resource limits, then the policy
-  kf registered, made by the runner's own code (ChildPolicy): the Landlock rules with the read allow-list, the
-  sandbox user — which must be the client's (its uids from /proc) — with no capabilities and no_new_privs, and the
-  seccomp filter last (issue 25). Then it leaves the host side: the host
+  kf registered, made by the runner's own code (ChildPolicy): a /dev/shm and IPC namespace of its own (when kf is
+  root), the Landlock rules with the read allow-list, the sandbox user — which must be the client's (its uids from
+  /proc) — with no capabilities and no_new_privs, and the seccomp filter last (issue 25). Then it leaves the host side: the host
   directory leaves ``sys.path`` and every package's ``__path__``, host modules (this one, the binding) leave
   ``sys.modules`` and ``__main__`` becomes the fresh one a cold start has, so the task's code can import nothing
   of the host side. Then ``pytest.main(args)``, or for a build child ``kernelfoundry.build_target`` run as

@@ -323,7 +323,8 @@ def _torch_build_rc(name: str, sources: list[Path], build_dir: Path, cflags: lis
     cfg = {"name": name, "sources": [str(s) for s in sources], "build_dir": str(build_dir),
            "cflags": [f for f in cflags if not f.startswith(_LDFLAG_PREFIX)],
            "ldflags": [f[len(_LDFLAG_PREFIX):] for f in cflags if f.startswith(_LDFLAG_PREFIX)]}
-    if not any(s.suffix in (".cu", ".cuh") for s in sources):  # nvcc compiles .cu files: no GCC PCH there
+    # nvcc compiles .cu files: no GCC PCH there; sources that include nothing of torch do not want it either.
+    if not any(s.suffix in (".cu", ".cuh") for s in sources) and _pch.uses_torch_headers(sources):
         extra, note = _pch.lookup(cfg["cflags"])
         if note and echo:
             _write_out(f"kernelfoundry: {note}\n")

@@ -21,7 +21,8 @@ a PCH that other builds use. The work is split:
   ``_write_ninja_file_to_build_library``, the extension name left out: torch's headers do not use it). OUT then
   holds the header, its ``.gch`` and a ``key`` file; kf renames OUT to ``$KF_TORCH_PCH_DIR/<key>`` (atomic).
 
-The first build of a set of flags requests the PCH; the builds after it use it. This module is the task side's
+The first build of a set of flags requests the PCH; the builds after it use it. Only builds whose sources include
+torch's headers (:func:`uses_torch_headers`) look it up at all. This module is the task side's
 half (key, allow-list, lookup, request); the builder imports the key and the allow-list from here, so both halves
 compute the same key.
 """
@@ -39,7 +40,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
-__all__ = ["HEADER", "key", "lookup", "request", "allowed_flag"]
+__all__ = ["HEADER", "key", "lookup", "request", "allowed_flag", "uses_torch_headers"]
 
 #: The header the PCH is made of (and the name candidates' compiles -include).
 HEADER = "kf_torch_extension.h"
@@ -90,6 +91,39 @@ def key(extra_cflags: Sequence[str]) -> Optional[str]:
     for p in parts:
         h.update(p.encode("utf-8", "surrogateescape") + b"\0")
     return h.hexdigest()
+
+
+#: An #include of torch's, ATen's or c10's headers (what the PCH holds), at the start of a line.
+_TORCH_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"](torch|ATen|c10)/', re.MULTILINE)
+#: A quoted #include of a local header, followed to see whether it includes torch.
+_LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+
+
+def uses_torch_headers(sources: Sequence[Path], depth: int = 4) -> bool:
+    """True when a source, or a local header it includes with quotes (resolved beside the including file,
+    ``depth`` levels deep), includes a header of torch, ATen or c10. The PCH is only worth ``-include``-ing then:
+    forced into a translation unit that uses none of torch (a pybind11-only module, a helper), it costs that unit
+    ~20 s of parsing and code generation for nothing. A file that cannot be read counts as using them (the build
+    is then what it was with the PCH)."""
+    seen: set[Path] = set()
+    todo = [(Path(s), 0) for s in sources]
+    while todo:
+        path, level = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            text = path.read_bytes()
+        except OSError:
+            return True
+        if _TORCH_INCLUDE.search(text):
+            return True
+        if level < depth:
+            for m in _LOCAL_INCLUDE.finditer(text):
+                local = path.parent / os.fsdecode(m.group(1))
+                if local.is_file():
+                    todo.append((local, level + 1))
+    return False
 
 
 def lookup(extra_cflags: Sequence[str]) -> tuple[Optional[list[str]], str]:
