@@ -322,3 +322,24 @@ def test_no_zygote_starts_cold(task, tmp_path):
 
 def test_the_zygote_ends_when_kf_closes_its_control_socket(zygote):
     assert zygote.close() == 0
+
+
+def test_a_zygote_whose_kf_died_removes_the_directory_kf_made_for_it(tmp_path):
+    """Regression (stranger test, 2026-12-07): a kf killed with SIGKILL left /tmp/kf-zygote-* behind (socket and
+    temp dir; 19 of them on one machine). The zygote sees its control socket close, ends after its workers and
+    removes its own directory; a socket elsewhere (not kf-zygote-*) is left alone."""
+    own = tmp_path / "kf-zygote-test01"
+    own.mkdir()
+    (own / "tmp").mkdir()
+    (own / "tmp" / "left.txt").write_text("x")
+    z = Zygote(own)
+    assert z.ready.startswith("ready "), z.ready
+    assert (own / "z.sock").exists()
+    assert z.close() == 0  # as when kf dies: the control socket closes
+    assert not own.exists()
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    z = Zygote(other)
+    assert z.ready.startswith("ready "), z.ready
+    assert z.close() == 0
+    assert other.is_dir()

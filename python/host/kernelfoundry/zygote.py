@@ -46,6 +46,7 @@ import importlib.util
 import json
 import os
 import selectors
+import shutil
 import socket
 import struct
 import sys
@@ -286,6 +287,22 @@ class Zygote:
                 conn.close()
 
 
+#: The prefix of the directory kf makes for a zygote (src/harness/warm_start.cc: /tmp/kf-zygote-XXXXXX).
+_OWN_DIR_PREFIX = "kf-zygote-"
+
+
+def remove_own_directory(socket_path: str) -> bool:
+    """Removes the directory kf made for this zygote (its socket and temp dir) when it is one (named
+    ``kf-zygote-*``): called when the zygote ends, after its last worker, so that a kf that was killed (SIGKILL:
+    nothing of kf runs afterwards) does not leave it in /tmp. kf removes it too once the zygote has ended. Returns
+    whether it was such a directory."""
+    directory = os.path.dirname(os.path.abspath(socket_path))
+    if not os.path.basename(directory).startswith(_OWN_DIR_PREFIX):
+        return False
+    shutil.rmtree(directory, ignore_errors=True)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -u -m kernelfoundry.zygote --socket PATH`` (started by kf; see the module doc)."""
     parser = argparse.ArgumentParser(prog="kernelfoundry.zygote")
@@ -307,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(f"ready {os.getpid()} {','.join(loaded)}\n")
     sys.stdout.flush()
     zygote.serve()
+    remove_own_directory(args.socket)
     return 0
 
 
