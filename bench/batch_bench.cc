@@ -25,6 +25,7 @@
 
 #include "core/files.hpp"
 #include "kernelfoundry/json.hpp"
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
     else if (a == "--copies") copies = std::max(1, std::atoi(argv[i + 1]));
     else if (a == "-j") parallel = std::max(1, std::atoi(argv[i + 1]));
   }
-  const fs::path source = KF_SOURCE_DIR;
+  const fs::path source = kf::bench::SourceDir();
   const fs::path kf = fs::canonical("/proc/self/exe").parent_path().parent_path() / "kf";
   const fs::path task = source / "examples" / "tasks" / "bias_relu";
   const fs::path work = fs::temp_directory_path() / ("kf_batch_bench_" + std::to_string(getpid()));

@@ -18,6 +18,7 @@
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/pytest_collect.hpp"
 #include "kernelfoundry/task.hpp"
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -26,7 +27,7 @@ namespace {
 
 fs::path SharedDir() {
   if (const char* env = std::getenv("KF_SHARED_DIR")) return env;
-  return fs::weakly_canonical(KF_SHARED_DIR);
+  return fs::weakly_canonical(kf::bench::SharedDir());
 }
 
 kf::Json ReadJson(const fs::path& p) {

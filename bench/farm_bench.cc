@@ -21,6 +21,7 @@
 #include "kernelfoundry/farm.hpp"
 #include "kernelfoundry/worker.hpp"
 #include "services/rabbitmq.hpp"
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -82,7 +83,7 @@ int main() {
 
   // The task: examples/tasks/omp_reduction with the fast candidate, queues private to this run.
   const fs::path pkg = dir / "omp";
-  fs::copy(fs::path(KF_SOURCE_DIR) / "examples/tasks/omp_reduction", pkg, fs::copy_options::recursive);
+  fs::copy(kf::bench::SourceDir() / "examples/tasks/omp_reduction", pkg, fs::copy_options::recursive);
   std::string config = Slurp(pkg / "config.yaml");
   for (const char* key : {"language:", "gpu_arch:"}) {
     size_t at = config.find(key);
@@ -92,7 +93,7 @@ int main() {
   const fs::path encoded = dir / "task.json";
   const std::string cmd = fmt::format("{} with-blocks {} --block EVOLVE={} -o {} >/dev/null && {} encode {} -o {}",
                                       kf.string(), pkg.string(),
-                                      (fs::path(KF_SOURCE_DIR) / "examples/candidates/omp_reduction/fast.cpp").string(),
+                                      (kf::bench::SourceDir() / "examples/candidates/omp_reduction/fast.cpp").string(),
                                       (dir / "fast").string(), kf.string(), (dir / "fast").string(), encoded.string());
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "farm_bench: cannot prepare the task (%s)\n", cmd.c_str());

@@ -20,6 +20,7 @@
 #include "kernelfoundry/base64.hpp"
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/memory_file_map.hpp"
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -90,7 +91,7 @@ int main() {
   RefTimings ref;
   {
     ref.json = kf::ParseJson(
-        kf::ReadFileBytes(fs::path(KF_SHARED_DIR) / "fixtures" / "golden" / "micro_timings.json").value_or(""),
+        kf::ReadFileBytes(kf::bench::SharedDir() / "fixtures" / "golden" / "micro_timings.json").value_or(""),
         "micro_timings.json");
   }
   const size_t files = ref.json.value("big_dir_files", 1200);
@@ -158,7 +159,7 @@ int main() {
   Row("FromArchive(tar)", from_tar, bytes, baseline, -1);
 
   // relu_cpu: the small-package numbers the reference also measured.
-  const kf::MemoryFileMap relu = kf::MemoryFileMap::FromDisk(fs::path(KF_SHARED_DIR) / "fixtures/tasks/relu_cpu");
+  const kf::MemoryFileMap relu = kf::MemoryFileMap::FromDisk(kf::bench::SharedDir() / "fixtures/tasks/relu_cpu");
   const uint64_t relu_bytes = relu.TotalBytes();
   std::printf("\nrelu_cpu: %zu files, %llu bytes\n", relu.size(), static_cast<unsigned long long>(relu_bytes));
   const double relu_base = MedianMs(101, [&] {

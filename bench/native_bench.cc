@@ -28,6 +28,7 @@
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/task.hpp"
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const fs::path examples = fs::path(KF_SOURCE_DIR) / "examples" / "tasks";
+  const fs::path examples = kf::bench::SourceDir() / "examples" / "tasks";
   try {
     Summary native = Measure("native (omp_reduction)", examples / "omp_reduction", runs);
     Summary pytest = Measure("pytest (omp_reduction_pytest)", examples / "omp_reduction_pytest", runs);

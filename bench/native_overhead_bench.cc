@@ -26,6 +26,7 @@
 #include "core/files.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/json.hpp"
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
   int runs = 5;
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--runs") == 0) runs = std::max(1, std::atoi(argv[i + 1]));
-  const fs::path source = KF_SOURCE_DIR;
+  const fs::path source = kf::bench::SourceDir();
   char tmpl[] = "/tmp/kf_overhead_bench_XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
   const fs::path scratch = tmpl;

@@ -42,6 +42,7 @@
 #include "kernelfoundry/json.hpp"
 #include "kernelfoundry/kernelbench.hpp"
 #include "kernelfoundry/task.hpp"
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 
@@ -213,7 +214,7 @@ int main(int argc, char** argv) {
   timing["budget_s"] = budget;
   if (processes > 0) timing["processes"] = processes;
   if (max_processes > 0) timing["max_processes"] = max_processes;
-  const fs::path examples = fs::path(KF_SOURCE_DIR) / "examples";
+  const fs::path examples = kf::bench::SourceDir() / "examples";
   const fs::path work = fs::temp_directory_path() / ("kf_noise_bench_" + std::to_string(getpid()));
   fs::create_directories(work);
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
@@ -228,7 +229,7 @@ int main(int argc, char** argv) {
     const char* comment;  // how a line comment starts in the candidate's language
   };
   kf::KernelBenchImportOptions kb;
-  kb.problem = fs::path(KF_SHARED_DIR) / "kernelbench" / "level1" / "23_Softmax.py";
+  kb.problem = kf::bench::SharedDir() / "kernelbench" / "level1" / "23_Softmax.py";
   kb.sets = {{"batch_size", "256"}, {"dim", "16384"}};
   kb.output_dir = work / "kb_softmax";
   kf::ImportKernelBench(kb);

@@ -28,6 +28,7 @@
 
 #include "kernelfoundry/serve.hpp"
 #include "kernelfoundry/store.hpp"
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -166,7 +167,7 @@ int main(int argc, char** argv) {
   // First paint in a real browser, when Playwright is at hand (KF_PLAYWRIGHT: the playwright-core directory).
   if (const char* pw = std::getenv("KF_PLAYWRIGHT"); pw != nullptr && *pw != '\0') {
     const std::string cmd = fmt::format("node {}/bench/serve_first_paint.cjs http://127.0.0.1:{}/ task_3",
-                                        KF_SOURCE_DIR, s_big.server->port());
+                                        kf::bench::SourceDir().string(), s_big.server->port());
     std::fflush(stdout);
     if (std::system(cmd.c_str()) != 0) std::printf("first paint: the browser run failed\n");
   } else {

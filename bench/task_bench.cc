@@ -35,6 +35,7 @@
 #include "kernelfoundry/task.hpp"
 
 #include <unistd.h>
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 
@@ -288,7 +289,7 @@ void BenchTask(const char* label, const fs::path& pkg, const fs::path& scratch, 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const int reps = quick ? 3 : 7;
-  const fs::path shared = KF_SHARED_DIR;
+  const fs::path shared = kf::bench::SharedDir();
   kf::Json timings = kf::Json::object();
   try {
     timings = kf::ParseJson(kf::ReadFileBytes(shared / "fixtures/golden/micro_timings.json").value_or(""),

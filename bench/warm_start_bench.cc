@@ -33,6 +33,7 @@
 #include "kernelfoundry/evaluate.hpp"
 #include "kernelfoundry/harness.hpp"
 #include "kernelfoundry/task.hpp"
+#include "bench_paths.hpp"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -41,7 +42,7 @@ namespace {
 
 fs::path SourceDir() {
   if (const char* env = std::getenv("KF_SOURCE_DIR")) return env;
-  return KF_SOURCE_DIR;
+  return kf::bench::SourceDir();
 }
 
 double Median(std::vector<double> v) {

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 /// The test task of kf mcp (tests/mcp/py_sum_squares), copied into `dir`, with `delay_s` in its EVOLVE block.
 fs::path CopyTask(const fs::path& dir, double delay_s) {
   const fs::path out = dir / "py_sum_squares";
-  fs::copy(fs::path(KF_SOURCE_DIR) / "tests" / "mcp" / "py_sum_squares", out, fs::copy_options::recursive);
+  fs::copy(testing::SourceDir() / "tests" / "mcp" / "py_sum_squares", out, fs::copy_options::recursive);
   std::string kernel = testing::ReadFile(out / "kernel.py");
   kernel.replace(kernel.find("DELAY_S = 0.0"), 13, "DELAY_S = " + std::to_string(delay_s));
   testing::WriteFile(out / "kernel.py", kernel);

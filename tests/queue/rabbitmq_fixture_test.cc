@@ -9,13 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "services/rabbitmq.hpp"
+#include "test_util.hpp"
 
 namespace kf::testing {
 namespace {
 
 std::filesystem::path FixtureDir() {
   const char* dir = std::getenv("KF_RABBITMQ_FIXTURE_DIR");
-  return dir && *dir ? std::filesystem::path(dir) : std::filesystem::path(KF_BINARY_DIR) / "test-rabbitmq";
+  return dir && *dir ? std::filesystem::path(dir) : kf::testing::BinaryDir() / "test-rabbitmq";
 }
 
 TEST(DISABLED_RabbitMqFixture, Start) {

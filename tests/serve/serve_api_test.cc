@@ -45,7 +45,7 @@ class ServeApiTest : public ::testing::Test {
     db_path_ = (dir_->path() / "kernels.sqlite3").string();
     {
       auto store = OpenStore(db_path_);
-      demo_ = new testing::DemoDb(testing::FillDemoDb(*store, KF_SOURCE_DIR, 40, true));
+      demo_ = new testing::DemoDb(testing::FillDemoDb(*store, testing::SourceDir().string(), 40, true));
     }
     server_ = new Server(OpenStore(db_path_, {.read_only = true}), ServeOptions{.host = "127.0.0.1", .port = 0});
     server_->Bind();
@@ -300,7 +300,7 @@ TEST(ServeLiveTest, TaskSummariesFollowNewRowsAndHistoryPages) {
   testing::TempDir dir;
   const std::string db = (dir.path() / "k.sqlite3").string();
   auto writer = OpenStore(db);
-  testing::FillDemoDb(*writer, KF_SOURCE_DIR, 30, false);
+  testing::FillDemoDb(*writer, testing::SourceDir().string(), 30, false);
   Server server(OpenStore(db, {.read_only = true}), ServeOptions{.port = 0});
   server.Bind();
   std::thread thread([&] { server.Run(); });
@@ -344,11 +344,11 @@ TEST(ServeCliTest, ServesReadOnlyOnLoopbackAndStopsOnSigterm) {
   const std::string db = (dir.path() / "k.sqlite3").string();
   {
     auto store = OpenStore(db);
-    testing::FillDemoDb(*store, KF_SOURCE_DIR, 5, false);
+    testing::FillDemoDb(*store, testing::SourceDir().string(), 5, false);
   }
   const auto size_before = std::filesystem::file_size(db);
   const std::string out = (dir.path() / "out.txt").string();
-  const std::string kf = std::string(KF_BINARY_DIR) + "/kf";
+  const std::string kf = (testing::BinaryDir() / "kf").string();
   // Start on a free port (in the background), read the bound address from the first line, query, SIGTERM.
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

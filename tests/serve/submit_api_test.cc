@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 
 /// The test task tests/mcp/py_sum_squares as a zip, with `delay_s` in its EVOLVE block.
 std::string TaskZip(double delay_s = 0) {
-  MemoryFileMap files = MemoryFileMap::FromDisk(fs::path(KF_SOURCE_DIR) / "tests" / "mcp" / "py_sum_squares");
+  MemoryFileMap files = MemoryFileMap::FromDisk(testing::SourceDir() / "tests" / "mcp" / "py_sum_squares");
   std::string kernel = *files.Get("kernel.py");
   kernel.replace(kernel.find("DELAY_S = 0.0"), 13, "DELAY_S = " + std::to_string(delay_s));
   files.Set("kernel.py", kernel);

@@ -249,7 +249,7 @@ TEST_F(WorkerDevices, JobProcessesTakeTheirLeasesFromTheWorkerAndObeyRevoke) {
   WorkerOptions o = Options();
   o.concurrency = 2;
   o.run_in_process = false;
-  o.child_argv = {KF_FAKE_WORKER_CHILD};
+  o.child_argv = {(testing::BinaryDir() / "tests" / "kf_fake_worker_child").string()};
   o.work_root = dir_.path();
   StartWorker(o);
   std::vector<celery::TaskResult> replies = RunTests({"Ampere", "Ampere"});
