@@ -33,6 +33,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -93,6 +94,9 @@ struct SandboxUser {
 /// (no network); clone3 and io_uring with ENOSYS (callers fall back).
 struct ProcessSandbox {
   std::optional<SandboxUser> user;  ///< the identity to take; nullopt = keep ours (then we must not be root)
+  /// Opaque to the exec module, kept alive with these options: what reserves `user` for this run alone (the
+  /// harness's per-run id lease, src/harness/run_identity.hpp), so no other live run is given its uid.
+  std::shared_ptr<const void> user_lease;
   bool allow_perf_events = false;   ///< perf_event_open allowed (profiler passes)
   /// AF_INET/AF_INET6 sockets allowed, for profilers whose front end talks to the library it injects into the
   /// program over TCP (ncu, nsys). Only inside a network namespace of the run's own (loopback only): it implies

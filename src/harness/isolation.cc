@@ -20,6 +20,7 @@
 
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/resources.hpp"
+#include "harness/run_identity.hpp"
 
 namespace kf {
 namespace fs = std::filesystem;
@@ -163,12 +164,36 @@ int ChownTree(const fs::path& root, uint32_t uid, uint32_t gid, bool strip_write
   return nftw(root.c_str(), visit, 16, FTW_PHYS) != 0 && failure != 0 ? failure : 0;
 }
 
-// Hands a tree to the sandbox user.
-void GiveTree(const fs::path& root, const SandboxUser& u) {
-  if (int err = ChownTree(root, u.uid, u.gid, false); err != 0) {
+// Hands a tree to the sandbox user. `sealed` (a run's own uid and gid, run_identity.hpp): the top directory is
+// then root's, group = the run's gid, mode 0770 — the run enters and writes it, cannot chmod it open, and no other
+// run can enter it (a socket or FIFO it makes there is out of their reach).
+void GiveTree(const fs::path& root, const SandboxUser& u, bool sealed) {
+  int err = ChownTree(root, u.uid, u.gid, false);
+  if (err == 0 && sealed && (::lchown(root.c_str(), 0, u.gid) != 0 || ::chmod(root.c_str(), 0770) != 0)) err = errno;
+  if (err != 0) {
     throw Error(ErrorKind::kIO, fmt::format("cannot hand the directory to the sandbox user {}: {}", u.name,
                                             std::strerror(err)), root.string());
   }
+}
+
+// Why `user` cannot reach `path` (a directory on the way that it may not search), or nullopt.
+std::optional<std::string> CannotReach(const fs::path& path, const SandboxUser& user) {
+  fs::path at = path.root_path();
+  auto check = [&](const fs::path& dir) -> std::optional<std::string> {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;  // the child's error names it
+    const mode_t need = st.st_uid == user.uid ? S_IXUSR : InGroups(user, st.st_gid) ? S_IXGRP : S_IXOTH;
+    if ((st.st_mode & need) != 0) return std::nullopt;
+    return fmt::format("the sandbox user {} (uid {}) cannot reach {}: {} is mode {:04o}, owned by uid {} (use a "
+                       "directory it can reach: TMPDIR, KF_CACHE_DIR; or set KF_SANDBOX_USER)",
+                       user.name, user.uid, path.string(), dir.string(), st.st_mode & 07777, st.st_uid);
+  };
+  if (auto why = check(at)) return why;
+  for (const fs::path& part : path.relative_path()) {
+    at /= part;
+    if (auto why = check(at)) return why;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -226,8 +251,11 @@ ChildIsolation DescribeChildIsolation() {
   }
   c.filesystem = FilesystemIsolationSupport();
   const std::optional<SandboxUser> user = ChildSandboxUser();
-  c.privileges = user ? fmt::format("uid {} ({}), no capabilities", user->uid, user->name)
-                      : fmt::format("uid {} (kf's own), no capabilities", geteuid());
+  const std::string shared = harness_internal::RunIdentityUnavailable();
+  c.privileges = !user ? fmt::format("uid {} (kf's own), no capabilities", geteuid())
+                 : shared.empty()
+                     ? fmt::format("uid of its own per run ({}'s groups), no capabilities", user->name)
+                     : fmt::format("uid {} ({}; shared by all runs: {}), no capabilities", user->uid, user->name, shared);
   c.seccomp = SeccompSupport();
   const std::string ipc = PrivateIpcSupport();
   c.ipc = ipc.rfind("private ", 0) == 0 ? "private" : ipc;
@@ -241,22 +269,7 @@ bool ChildIsolationApplied() { return DescribeChildIsolation().Complete(); }
 std::optional<std::string> ChildCannotReach(const fs::path& path) {
   const std::optional<SandboxUser> user = ChildSandboxUser();
   if (!user) return std::nullopt;
-  fs::path at = path.root_path();
-  auto check = [&](const fs::path& dir) -> std::optional<std::string> {
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;  // the child's error names it
-    const mode_t need = st.st_uid == user->uid ? S_IXUSR : InGroups(*user, st.st_gid) ? S_IXGRP : S_IXOTH;
-    if ((st.st_mode & need) != 0) return std::nullopt;
-    return fmt::format("the sandbox user {} (uid {}) cannot reach {}: {} is mode {:04o}, owned by uid {} (use a "
-                       "directory it can reach: TMPDIR, KF_CACHE_DIR; or set KF_SANDBOX_USER)",
-                       user->name, user->uid, path.string(), dir.string(), st.st_mode & 07777, st.st_uid);
-  };
-  if (auto why = check(at)) return why;
-  for (const fs::path& part : path.relative_path()) {
-    at /= part;
-    if (auto why = check(at)) return why;
-  }
-  return std::nullopt;
+  return CannotReach(path, *user);
 }
 
 std::vector<fs::path> TaskSideReadablePaths() {
@@ -294,7 +307,15 @@ void IsolateChild(ProcessOptions& options, const std::vector<fs::path>& writable
   }
   if (mode == Mode::kOff) return;
   options.env_add["HOME"] = tmp;  // nothing of the real home directory: ~/.ssh, shell history, tokens
-  const std::optional<SandboxUser> user = ChildSandboxUser();
+  std::optional<SandboxUser> user = ChildSandboxUser();
+  std::shared_ptr<const void> lease;  // the run's own uid and gid (run_identity.hpp), where the machine allows them
+  if (user && harness_internal::RunIdentityUnavailable().empty()) {
+    std::string why;
+    std::optional<harness_internal::RunIdentity> own = harness_internal::LeaseRunIdentity(*user, &why);
+    if (!own) throw Error(ErrorKind::kIO, "cannot give the run an identity of its own: " + why, "/run/kernelfoundry");
+    user = own->user;
+    lease = own->lease;
+  }
   FilesystemIsolation iso;
   iso.writable_paths = writable;
   iso.writable_paths.push_back(private_tmp);
@@ -307,17 +328,18 @@ void IsolateChild(ProcessOptions& options, const std::vector<fs::path>& writable
   if (user) {
     options.env_add["USER"] = options.env_add["LOGNAME"] = user->name;
     for (const fs::path& w : iso.writable_paths) {
-      if (fs::exists(w, ec)) GiveTree(w, *user);
+      if (fs::exists(w, ec)) GiveTree(w, *user, lease != nullptr);
     }
     std::vector<fs::path> must_reach = iso.writable_paths;
     if (!options.cwd.empty()) must_reach.push_back(options.cwd);
     for (const fs::path& p : must_reach) {
-      if (auto why = ChildCannotReach(fs::absolute(p, ec))) throw Error(ErrorKind::kIO, *why, p.string());
+      if (auto why = CannotReach(fs::absolute(p, ec), *user)) throw Error(ErrorKind::kIO, *why, p.string());
     }
   }
   options.filesystem_isolation = std::move(iso);
   ProcessSandbox sandbox;
   sandbox.user = user;
+  sandbox.user_lease = std::move(lease);
   sandbox.required = mode == Mode::kRequired;
   options.sandbox = std::move(sandbox);
 }
@@ -325,12 +347,15 @@ void IsolateChild(ProcessOptions& options, const std::vector<fs::path>& writable
 void AddWritable(ProcessOptions& options, const fs::path& dir) {
   if (!options.filesystem_isolation) return;
   options.filesystem_isolation->writable_paths.push_back(dir);
-  if (options.sandbox && options.sandbox->user) GiveTree(dir, *options.sandbox->user);
+  if (options.sandbox && options.sandbox->user) GiveTree(dir, *options.sandbox->user, options.sandbox->user_lease != nullptr);
 }
 
 void TakeBackFromChildren(const fs::path& dir) {
   if (!ChildSandboxUser()) return;
-  if (int err = ChownTree(dir, geteuid(), getegid(), true); err != 0) {
+  int err = ChownTree(dir, geteuid(), getegid(), true);
+  // Published for every later child: a top directory sealed for the run that wrote it (GiveTree) is opened again.
+  if (err == 0 && ::chmod(dir.c_str(), 0755) != 0) err = errno;
+  if (err != 0) {
     throw Error(ErrorKind::kIO, std::string("cannot take the directory back from the sandbox user: ") +
                 std::strerror(err), dir.string());
   }

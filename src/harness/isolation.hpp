@@ -11,10 +11,11 @@
 // the caches tools write on their own (XDG_CACHE_HOME, POCL_CACHE_DIR, TORCH_EXTENSIONS_DIR, TRITON_CACHE_DIR,
 // TORCHINDUCTOR_CACHE_DIR, CUDA_CACHE_PATH, MPLCONFIGDIR) point into the private temp dir.
 // The child runs unprivileged: when kf is root, as the sandbox user ($KF_SANDBOX_USER, else `kf-sandbox`,
-// which scripts/install-deps.sh creates, else `nobody`); otherwise as kf's own user — always with no
-// capabilities, no_new_privs and the seccomp filter. The directories it may write are handed to that user
-// (chown); the test work dir (0710) and the trees it reads (group read) are shared with its group, so it
-// reaches them; kf stays their owner.
+// which scripts/install-deps.sh creates, else `nobody`) with a uid and gid of its own per child (run_identity.hpp;
+// the sandbox user's name and groups kept), so children running at the same time cannot reach each other;
+// otherwise as kf's own user — always with no capabilities, no_new_privs and the seccomp filter. The
+// directories it may write are handed to that user (chown); the test work dir (0710) and the trees it reads
+// (group read) are shared with the sandbox user's group, so it reaches them; kf stays their owner.
 //
 // KF_ISOLATION in kf's environment: unset/"on" = isolate as far as the machine can (else run with what is
 // there and say so), "required" = refuse to run a child without every part (its spawn fails: infrastructure
@@ -38,7 +39,9 @@ namespace kf {
 struct ChildIsolation {
   std::string mode;        ///< "on", "required" or "off"
   std::string filesystem;  ///< "landlock (ABI 7)", "unavailable: <why>" or "off (KF_ISOLATION=off)"
-  std::string privileges;  ///< "uid 999 (kf-sandbox), no capabilities" or "off (KF_ISOLATION=off)"
+  /// "uid of its own per run (kf-sandbox's groups), no capabilities" (kf as root: run_identity.hpp), "uid 999
+  /// (kf-sandbox; shared by all runs: <why>), no capabilities", "uid N (kf's own), …" or "off (KF_ISOLATION=off)"
+  std::string privileges;
   std::string seccomp;     ///< "seccomp filter (x86_64)", "unavailable: <why>" or "off (KF_ISOLATION=off)"
   /// "private" (each sandboxed child has its own /dev/shm and IPC namespace), "shared with other runs: <why>"
   /// (kf is not root, or the machine refuses the namespaces) or "off (KF_ISOLATION=off)". Reported, not part of
@@ -71,7 +74,9 @@ std::optional<SandboxUser> ChildSandboxUser();
 /// and HOME at it, and — unless KF_ISOLATION=off — restricts the child to writing `writable` and
 /// `private_tmp`, to reading those, `readable`, the task Python's installation, the task-side resources
 /// (TaskSideReadablePaths), the directories of CXX / CC given by absolute path, KF_SANDBOX_READ and the system's
-/// shared parts, and runs it unprivileged (the writable directories are handed to the sandbox user).
+/// shared parts, and runs it unprivileged (the writable directories are handed to the sandbox user). As root,
+/// the child gets a uid and gid of its own, leased until `options` is destroyed (harness/run_identity.hpp), and
+/// its writable directories are sealed against every other run (root's, group = its gid, mode 0770).
 /// Throws kf::Error(kIO, file = the path) when private_tmp cannot be created or the sandbox user cannot reach
 /// the child's working directory or a writable one (our environment's fault).
 void IsolateChild(ProcessOptions& options, const std::vector<std::filesystem::path>& writable,

@@ -63,8 +63,11 @@ std::string BuildOne(const fs::path& root, const fs::path& request, const std::s
   fs::create_directories(out, ec);
   if (ec) return "precompiled torch header: cannot create " + out.string() + ": " + ec.message();
   ProcessOptions o;
-  // The builder is host side (kernelfoundry.pch_build; it imports the task side's key and allow-list).
-  o.argv = {TaskPythonInterpreter(), "-m", "kernelfoundry.pch_build", request.string(), out.string()};
+  // The builder is host side (kernelfoundry.pch_build; it imports the task side's key and allow-list). It reads a
+  // copy of the request in its own temp dir: the build that wrote the request had an identity of its own, and
+  // its work dir is sealed against every other run (harness/run_identity.hpp).
+  const fs::path request_copy = tmp / "request.json";
+  o.argv = {TaskPythonInterpreter(), "-m", "kernelfoundry.pch_build", request_copy.string(), out.string()};
   o.pythonpath_prepend = {TaskPythonDir().path.string(), HostPythonDir().path.string()};
   o.env_add["PYTHONDONTWRITEBYTECODE"] = "1";
   o.wall_timeout = timeout;
@@ -74,7 +77,10 @@ std::string BuildOne(const fs::path& root, const fs::path& request, const std::s
   try {
     // It reads the request and kf's own host-side builder (trusted code; the host side is never on a candidate's
     // path, but this child runs none).
-    IsolateChild(o, {out}, tmp, {request.parent_path(), HostPythonDir().path});
+    IsolateChild(o, {out}, tmp, {HostPythonDir().path});
+    fs::copy_file(request, request_copy, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::permissions(request_copy, fs::perms(0644), ec);  // kf's file; the builder may read it
+    if (ec) throw Error(ErrorKind::kIO, "cannot copy the request: " + ec.message(), request.string());
     const ProcessRun run = RunProcess(o);
     const std::string key = ReadKeyFile(out / "key");
     if (run.reason != TerminationReason::kExited || run.result.returncode != 0 || !IsKey(key)) {

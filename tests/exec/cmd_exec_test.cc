@@ -179,5 +179,53 @@ TEST_F(KfExec, PrintEnvShowsTheSandboxedChildsEnvironment) {
   EXPECT_NE(text.find("\nUSER=kf-sandbox\n"), std::string::npos) << out;
 }
 
+// Stranger test, 2026-12-07: two candidates running at the same time met through a pathname Unix socket — one
+// published its socket's path (here on its live output), the other connected (Landlock does not govern connect()),
+// and they could pass descriptors. Each sandboxed run now has a uid and gid of its own and its private directory is
+// sealed (root's, group = its gid, 0770; harness/run_identity.hpp): the second run cannot even reach the socket,
+// and the first cannot open its directory up.
+TEST_F(KfExec, TwoSandboxedRunsAtTheSameTimeCannotMeetThroughAPathnameSocket) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (the sandbox user is taken only by root)";
+  kf::testing::TempDir tmp;
+  std::filesystem::permissions(tmp.path(), std::filesystem::perms(0755));
+  const std::string server =
+      "import os, socket\n"
+      "d = os.environ['TMPDIR']; p = os.path.join(d, 's')\n"
+      "s = socket.socket(socket.AF_UNIX); s.bind(p); os.chmod(p, 0o777); s.listen(1)\n"
+      "try:\n    os.chmod(d, 0o777); print('OPENED', flush=True)\nexcept OSError as e:\n"
+      "    print('CHMOD', type(e).__name__, flush=True)\n"
+      "print('SOCK', p, os.getuid(), flush=True)\n"
+      "s.settimeout(12)\n"
+      "try:\n    s.accept(); print('ACCEPTED', flush=True)\nexcept socket.timeout:\n    print('NOBODY', flush=True)\n";
+  const std::string client =
+      "import os, socket, sys\n"
+      "print('UID', os.getuid())\n"
+      "c = socket.socket(socket.AF_UNIX)\n"
+      "try:\n    c.connect(sys.argv[1]); print('CONNECTED')\nexcept OSError as e:\n    print('REFUSED', type(e).__name__)\n";
+  kf::testing::WriteFile(tmp.path() / "server.py", server);
+  kf::testing::WriteFile(tmp.path() / "client.py", client);
+  const std::string t = kf::testing::ShellQuote(tmp.path().string());
+  const std::string script =
+      "cd " + t + " && " + Kf() + " exec --sandbox --live --timeout 30 --read " + t + " -- /usr/bin/python3 " + t +
+      "/server.py >a.json 2>a.err & "
+      "for i in $(seq 200); do grep -q '^\\[out\\] SOCK ' " + t + "/a.err 2>/dev/null && break; sleep 0.1; done; "
+      "p=$(sed -n 's/^\\[out\\] SOCK \\([^ ]*\\) .*/\\1/p' " + t + "/a.err); " + Kf() + " exec --sandbox --timeout 20 --read " +
+      t + " -- /usr/bin/python3 " + t + "/client.py \"$p\" > " + t + "/b.json; wait; cat " + t + "/a.err";
+  auto [rc, out] = kf::testing::RunShell(script);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("CHMOD PermissionError"), std::string::npos) << out;  // its directory stays sealed
+  EXPECT_NE(out.find("NOBODY"), std::string::npos) << out;
+  Json b = Json::parse(kf::testing::ReadFile(tmp.path() / "b.json"));
+  const std::string b_out = b["result"]["stdout"].get<std::string>();
+  EXPECT_NE(b_out.find("REFUSED PermissionError"), std::string::npos) << b_out << "\n" << out;
+  // Different uids, neither of them the shared sandbox user's.
+  const size_t a_at = out.find("SOCK ");
+  ASSERT_NE(a_at, std::string::npos) << out;
+  const std::string a_line = out.substr(a_at, out.find('\n', a_at) - a_at);
+  const std::string a_id = a_line.substr(a_line.rfind(' ') + 1);
+  const std::string b_id = b_out.substr(4, b_out.find('\n') - 4);
+  EXPECT_NE(a_id, b_id) << a_line << " / " << b_out;
+}
+
 }  // namespace
 }  // namespace kf

@@ -41,6 +41,9 @@ fi
 cd "$tmp/elsewhere"
 export LD_LIBRARY_PATH=
 unset KF_PYTHON_DIR KF_PYTHON_HOST_DIR KF_SDK_DIR KF_PYTHON 2>/dev/null || true
+# A cache of its own: a build cached by another kf (the build tree's, scripts/test.sh's persistent cache) has the
+# same key (same SDK content) and would not show which SDK this kf hands to builds.
+export KF_CACHE_DIR="$tmp/cache"
 # 1. Nothing outside the bundle but glibc.
 ldd "$b/bin/kf" >"$tmp/ldd.txt"
 outside=$(awk '$2 == "=>" {print $1, $3} $2 != "=>" {print $1, $1}' "$tmp/ldd.txt" | while read -r so path; do

@@ -2,6 +2,8 @@
 // test processes are forked from kf's zygote is contained exactly like a cold one — the run's own cgroup, its
 // private temp dir as the only writable place, its environment — and scores the same verdict; KF_WARM_START=off
 // starts them cold.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <set>
 
 #include "harness/isolation.hpp"
+#include "harness/run_identity.hpp"
 #include "harness/warm_start.hpp"
 #include "kernelfoundry/error.hpp"
 #include "kernelfoundry/evaluate.hpp"
@@ -109,7 +112,25 @@ Json FingerprintOf(const Evaluation& ev) {
   const size_t a = log.find("FINGERPRINT{");
   const size_t b = a == std::string::npos ? a : log.find("}END", a);
   if (b == std::string::npos) return Json();
-  return Json::parse(log.substr(a + 11, b + 1 - (a + 11)));
+  Json fp = Json::parse(log.substr(a + 11, b + 1 - (a + 11)));
+  // Each run has a uid and gid of its own (harness/run_identity.hpp): two runs' ids differ by design, so the
+  // fingerprint keeps what must be equal — every id of one process is the same per-run id, kept apart from the
+  // sandbox user's groups, which stay.
+  if (fp.is_object() && fp["ids"].is_array() && fp["ids"].size() == 5) {
+    auto own = [](const Json& id) {
+      return id.is_number_unsigned() && id.get<uint64_t>() >= harness_internal::kRunIdBase &&
+             id.get<uint64_t>() < uint64_t{harness_internal::kRunIdBase} + harness_internal::kRunIdSlots;
+    };
+    Json& ids = fp["ids"];
+    const Json first = ids[0];
+    for (int i = 0; i < 4; ++i) {
+      if (own(ids[i])) ids[i] = ids[i] == first ? Json("run id") : Json("another run id");
+    }
+    for (Json& g : ids[4]) {
+      if (own(g)) g = g == first ? Json("run id") : Json("another run id");
+    }
+  }
+  return fp;
 }
 
 class WarmStart : public ::testing::Test {
@@ -183,6 +204,10 @@ TEST_F(WarmStart, AWarmTestProcessIsContainedExactlyLikeAColdOneAndSeesNoHostMod
     EXPECT_EQ(w[key], value) << "differs: " << key;
   }
   EXPECT_EQ(w.size(), c.size());
+  if (::geteuid() == 0 && harness_internal::RunIdentityUnavailable().empty()) {  // warm and cold: an id of its own
+    EXPECT_EQ(w["ids"][0], "run id") << w["ids"].dump();
+    EXPECT_EQ(c["ids"][0], "run id") << c["ids"].dump();
+  }
   for (const Json* fp : {&w, &c}) {
     for (const auto& [name, outcome] : (*fp)["host_imports"].items()) {
       EXPECT_EQ(outcome, "ModuleNotFoundError:") << name << " is importable in a task run";
