@@ -343,3 +343,60 @@ def test_a_zygote_whose_kf_died_removes_the_directory_kf_made_for_it(tmp_path):
     assert z.ready.startswith("ready "), z.ready
     assert z.close() == 0
     assert other.is_dir()
+
+
+FLOOD = """
+import socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+conns = []
+for _ in range(n):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(path)
+    conns.append(c)
+time.sleep(float(sys.argv[3]))
+still_open = 0
+for c in conns:
+    try:
+        still_open += c.recv(1, socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        still_open += 1
+print("OPEN", still_open)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another uid needs root")
+def test_connections_of_uids_no_run_registered_are_closed_and_a_runs_own_are_capped(public_dir):
+    # Regression (stranger test, 2026-12-08): a candidate of another run found this zygote's socket in /proc and held
+    # 19,989 connections open (the zygote's whole descriptor limit). Now only the zygote's own uid and the uids its
+    # registrations name are accepted, at most PENDING_PER_UID waiting per uid, each closed after PENDING_S.
+    import pwd
+    from kernelfoundry import zygote as zygote_module
+    nobody = pwd.getpwnam("nobody")
+    zdir = public_dir / "zygote"
+    zdir.mkdir(mode=0o711)
+    z = Zygote(zdir)
+    assert z.ready.startswith("ready "), z.ready
+    (public_dir / "flood.py").write_text(FLOOD)
+    os.chmod(public_dir / "flood.py", 0o644)
+
+    def as_nobody():
+        os.setgroups([nobody.pw_gid])
+        os.setresgid(nobody.pw_gid, nobody.pw_gid, nobody.pw_gid)
+        os.setresuid(nobody.pw_uid, nobody.pw_uid, nobody.pw_uid)
+
+    def flood(n: int, wait_s: float) -> int:
+        out = subprocess.run([sys.executable, "-I", str(public_dir / "flood.py"), z.path, str(n), str(wait_s)],
+                             preexec_fn=as_nobody, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return int(out.stdout.split()[1])
+
+    try:
+        assert flood(40, 0.5) == 0  # no run of nobody's is registered: every connection closed at once
+        assert len(os.listdir(f"/proc/{z.proc.pid}/fd")) < 20
+        z.register("n1", _pytest_argv("x.py"), [], user={"uid": nobody.pw_uid, "gid": nobody.pw_gid,
+                                                         "groups": [nobody.pw_gid], "name": "nobody"})
+        assert flood(40, 0.5) == zygote_module.PENDING_PER_UID  # a registered uid: capped
+        assert flood(3, zygote_module.PENDING_S + 2.5) == 0  # and none waits longer than PENDING_S for its token
+        assert z.proc.poll() is None  # still serving
+    finally:
+        z.close()

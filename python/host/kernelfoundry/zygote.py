@@ -34,7 +34,11 @@ Roles (kf's side: src/harness/warm_start.cc):
   itself, contained and still free of task code.
 
 Tokens are random, registered by kf over the control socket and used once: a process that connects without a
-registered token gets an error and nothing is forked. Lines the zygote or worker send to a client:
+registered token gets an error and nothing is forked. Connections are accepted only from the zygote's own uid and
+the uids its registrations name (each run has a uid of its own when kf is root: src/harness/run_identity.hpp), at
+most ``PENDING_PER_UID`` waiting per uid, each closed after ``PENDING_S`` without a token: a candidate of another
+run (another kf's, found through /proc) is closed at once and cannot hold the zygote's descriptors (stranger
+test, 2026-12-08: 19,989 of them were held open). Lines the zygote or worker send to a client:
 ``started`` (the worker is contained and runs the tests), ``error <why>`` (no worker ran: the client starts
 cold) and ``exit <wait status>`` (the worker ended).
 """
@@ -50,6 +54,7 @@ import shutil
 import socket
 import struct
 import sys
+import time
 import types
 
 from kernelfoundry import executor, fork_server, forked
@@ -64,6 +69,11 @@ PRELOAD = ("numpy", "torch", "torch.utils.cpp_extension", "pytest", "_pytest.pyt
 
 #: The modules a worker may run (``python -u -m MODULE ARGS…``): test runs and build children.
 MODULES = ("pytest", "kernelfoundry.build_target")
+
+#: Connections of one uid that may wait for their token at once, and how long one may wait (seconds): a client
+#: sends its token right after connecting.
+PENDING_PER_UID = 8
+PENDING_S = 5.0
 
 #: The host side's directory (the sys.path entry holding this package portion).
 HOST_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -179,11 +189,12 @@ class Zygote:
         self.sel.register(self.control, selectors.EVENT_READ, "control")
         self.sel.register(self.reaper.wake_fd, selectors.EVENT_READ, "child")
         self.registrations: dict[str, dict] = {}
-        self.pending: set[socket.socket] = set()
+        self.pending: dict[socket.socket, tuple[int, float]] = {}  # accepted, no token yet: (peer uid, when)
         self.running = True
 
     def serve(self) -> None:
         while self.running or self.reaper.children:
+            self._expire_pending()
             for key, _ in self.sel.select(timeout=1.0):
                 what = key.data
                 if what == "accept":
@@ -196,14 +207,42 @@ class Zygote:
                     self._client(key.fileobj)
             self.reaper.reap()
 
+    def _admitted_uids(self) -> set[int]:
+        """The zygote's own uid and every uid a registration's containment names (its sandbox user)."""
+        uids = {os.getuid()}
+        for reg in self.registrations.values():
+            user = ((reg.get("contain") or {}).get("sandbox") or {}).get("user") if isinstance(reg, dict) else None
+            if isinstance(user, dict) and isinstance(user.get("uid"), int):
+                uids.add(user["uid"])
+        return uids
+
+    def _expire_pending(self) -> None:
+        now = time.monotonic()
+        for conn, (_, since) in list(self.pending.items()):
+            if now - since > PENDING_S:
+                self._drop(conn)
+
     def _accept(self) -> None:
+        if self.running:
+            self._control()  # a run's registration is written before its client starts: read it first
         while True:
             try:
                 conn, _ = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
+            except OSError:  # e.g. EMFILE: the pending connections are served or expire first
+                return
+            try:
+                uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+            except OSError:
+                conn.close()
+                continue
+            if uid not in self._admitted_uids() or \
+                    sum(1 for u, _ in self.pending.values() if u == uid) >= PENDING_PER_UID:
+                conn.close()
+                continue
             conn.setblocking(False)
-            self.pending.add(conn)
+            self.pending[conn] = (uid, time.monotonic())
             self.sel.register(conn, selectors.EVENT_READ, "client")
 
     def _control(self) -> None:
@@ -227,7 +266,7 @@ class Zygote:
                 continue
 
     def _drop(self, conn: socket.socket) -> None:
-        self.pending.discard(conn)
+        self.pending.pop(conn, None)
         try:
             self.sel.unregister(conn)
         except (KeyError, ValueError):
@@ -243,7 +282,7 @@ class Zygote:
             self._drop(conn)
             return
         self.sel.unregister(conn)
-        self.pending.discard(conn)
+        self.pending.pop(conn, None)
         conn.setblocking(True)
         try:
             token = msg.decode("ascii", "replace").strip()
